@@ -1,0 +1,126 @@
+// `prepack bench forward`: prefill and decode speed of one sequence, with the
+// GEMM ceiling measured in the same run so efficiency is a same-run ratio.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/bench_util.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/forward.h"
+#include "core/runtime.h"
+
+namespace prepack::cli {
+namespace {
+
+struct BenchForwardOptions {
+    CommonOptions common;
+    int32_t       prompt_tokens = 512;
+    int32_t       decode_tokens = 64;
+    int32_t       reps = 3;
+};
+
+// Deterministic prompt ids away from the special tokens.
+std::vector<int32_t> PromptIds(int32_t n, int32_t vocab) {
+    std::vector<int32_t> ids(n);
+    uint64_t x = 0x243F6A8885A308D3ull;
+    for (int32_t i = 0; i < n; ++i) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = 3 + static_cast<int32_t>((x >> 33) % static_cast<uint64_t>(vocab - 3));
+    }
+    return ids;
+}
+
+int Run(const BenchForwardOptions& o) {
+    const int64_t ctx = int64_t{o.prompt_tokens} + o.decode_tokens;
+    absl::StatusOr<Loaded> loaded = Load(o.common, ctx);
+    if (!loaded.ok()) return Fail(loaded.status());
+    const Model& model = *loaded->model;
+    const ModelConfig& c = model.config();
+    if (ctx > c.max_context) {
+        return Fail(absl::InvalidArgumentError(absl::StrCat(
+            "--prompt-tokens + --decode-tokens = ", ctx, " exceeds the context of ", c.max_context)));
+    }
+    ForwardPass forward(model, *loaded->pool);
+    const std::vector<int32_t> prompt = PromptIds(o.prompt_tokens, c.vocab_size);
+    StepOutput out;
+    absl::Status status;
+    BlockTable kv;
+    if (status = kv.Reserve(*loaded->pool, static_cast<int32_t>(ctx)); !status.ok()) return Fail(status);
+
+    std::fprintf(stderr, "bench forward: %s, %d threads, measuring GEMM peak...\n", c.name.c_str(), NumThreads());
+    const double peak = MeasureGemmPeakGflops();
+
+    std::fprintf(stderr, "bench forward: prefill of %d tokens x %d...\n", o.prompt_tokens, o.reps);
+    auto prefill = [&] {
+        kv.set_num_tokens(0);
+        StepPlan plan;
+        plan.Add(&kv, prompt.data(), o.prompt_tokens, 0);
+        if (status.ok()) status = forward.Run(plan, &out);
+    };
+    const double prefill_s = Median(TimeRuns(prefill, 1, o.reps));
+    if (!status.ok()) return Fail(status);
+
+    std::fprintf(stderr, "bench forward: decode of %d tokens x %d...\n", o.decode_tokens, o.reps);
+    auto decode = [&] {
+        kv.set_num_tokens(o.prompt_tokens);
+        for (int32_t i = 0; i < o.decode_tokens && status.ok(); ++i) {
+            StepPlan plan;
+            const int32_t id = prompt[i % o.prompt_tokens];
+            plan.Add(&kv, &id, 1, o.prompt_tokens + i);
+            status = forward.Run(plan, &out);
+        }
+    };
+    const double decode_s = o.decode_tokens > 0 ? Median(TimeRuns(decode, 1, o.reps)) : 0.0;
+    if (!status.ok()) return Fail(status);
+
+    // FLOPs: every layer matmul for every prompt token, the output matrix for
+    // the one row that needs logits, and causal attention (sum of contexts).
+    const double n = o.prompt_tokens;
+    const double layer_params = static_cast<double>(c.MatmulParams()) - double(c.vocab_size) * c.dim;
+    const double prefill_flops = 2.0 * layer_params * n + 2.0 * c.vocab_size * c.dim +
+                                 c.AttentionFlops(1) * n * (n + 1) / 2.0;
+    const double prefill_gflops = prefill_flops / prefill_s / 1e9;
+    const double decode_tps = decode_s > 0 ? o.decode_tokens / decode_s : 0.0;
+    // Decode reads every weight once per token (f32).
+    const double decode_gbps = decode_tps * static_cast<double>(c.MatmulParams()) * 4.0 / 1e9;
+
+    nlohmann::json j = {
+        {"model", model.source()},
+        {"threads", NumThreads()},
+        {"prompt_tokens", o.prompt_tokens},
+        {"decode_tokens", o.decode_tokens},
+        {"prefill_seconds", prefill_s},
+        {"prefill_tokens_per_s", n / prefill_s},
+        {"prefill_gflops", prefill_gflops},
+        {"gemm_peak_gflops", peak},
+        {"prefill_efficiency", prefill_gflops / peak},
+        {"decode_seconds", decode_s},
+        {"decode_tokens_per_s", decode_tps},
+        {"decode_weight_gbps", decode_gbps},
+    };
+    if (o.common.json) {
+        std::printf("%s\n", j.dump().c_str());
+        return 0;
+    }
+    std::printf("model %s, %d threads, %d prompt tokens, %d decode tokens (median of %d)\n",
+                model.source().c_str(), NumThreads(), o.prompt_tokens, o.decode_tokens, o.reps);
+    std::printf("  prefill   %10.1f tokens/s  %8.1f GFLOP/s  (%.0f%% of GEMM peak %.1f GFLOP/s)\n",
+                n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, peak);
+    std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights\n", decode_tps, decode_gbps);
+    return 0;
+}
+
+}  // namespace
+
+void AddBenchForward(CLI::App& bench, int* exit_code) {
+    auto* o = new BenchForwardOptions();
+    CLI::App* cmd = bench.add_subcommand("forward", "Prefill and decode speed of one sequence vs the GEMM peak");
+    AddCommonOptions(cmd, &o->common);
+    cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt length")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--decode-tokens", o->decode_tokens, "tokens to decode after the prompt")->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("--reps", o->reps, "timed runs (the median is reported)")->check(CLI::Range(1, 100));
+    cmd->callback([o, exit_code]() { *exit_code = Run(*o); });
+}
+
+}  // namespace prepack::cli

@@ -1,0 +1,93 @@
+// `prepack generate`: one prompt in, text streamed out (or one JSON object).
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/generate.h"
+
+namespace prepack::cli {
+namespace {
+
+struct GenerateOptions {
+    CommonOptions            common;
+    std::string              prompt;
+    int32_t                  max_tokens = 128;
+    float                    temperature = 0.8f;
+    int32_t                  top_k = 40;
+    float                    top_p = 0.95f;
+    float                    min_p = 0.05f;
+    float                    repeat_penalty = 1.0f;
+    uint64_t                 seed = 0;
+    std::vector<std::string> stop;
+};
+
+int Run(const GenerateOptions& o) {
+    GenerateRequest req;
+    req.prompt = o.prompt;
+    req.max_tokens = o.max_tokens;
+    req.sampling.temperature = o.temperature;
+    req.sampling.top_k = o.top_k;
+    req.sampling.top_p = o.top_p;
+    req.sampling.min_p = o.min_p;
+    req.sampling.repetition_penalty = o.repeat_penalty;
+    req.sampling.seed = o.seed;
+    req.stop = o.stop;
+    // Check cheap things before loading a model.
+    if (o.prompt.empty()) return Fail(absl::InvalidArgumentError("--prompt is empty"));
+    if (absl::Status s = ValidateSamplingParams(req.sampling); !s.ok()) return Fail(s);
+
+    absl::StatusOr<Loaded> loaded = Load(o.common, /*min_kv_tokens=*/4096);
+    if (!loaded.ok()) return Fail(loaded.status());
+    ForwardPass forward(*loaded->model, *loaded->pool);
+    TextCallback stream;
+    if (!o.common.json) {
+        stream = [](std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+        };
+    }
+    absl::StatusOr<GenerateResult> r = Generate(forward, req, stream);
+    if (!r.ok()) return Fail(r.status());
+    if (!o.common.json) {
+        std::fputc('\n', stdout);
+        return 0;
+    }
+    const double prefill_ms = r->prefill_seconds * 1e3, decode_ms = r->decode_seconds * 1e3;
+    nlohmann::json j = {
+        {"model", loaded->model->source()},
+        {"prompt_tokens", r->prompt_tokens},
+        {"tokens", r->tokens},
+        {"text", r->text},
+        {"finish_reason", FinishReasonName(r->finish_reason)},
+        {"prefill_ms", prefill_ms},
+        {"decode_ms", decode_ms},
+        {"prefill_tokens_per_s", prefill_ms > 0 ? r->prompt_tokens.size() / (prefill_ms / 1e3) : 0.0},
+        // The first generated token comes from the prefill; the rest from decode steps.
+        {"decode_tokens_per_s",
+         decode_ms > 0 && r->tokens.size() > 1 ? (r->tokens.size() - 1) / (decode_ms / 1e3) : 0.0},
+    };
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+}
+
+}  // namespace
+
+void AddGenerate(CLI::App& app, int* exit_code) {
+    auto* o = new GenerateOptions();   // lives as long as the process: CLI11 binds to it
+    CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt");
+    AddCommonOptions(cmd, &o->common);
+    cmd->add_option("--prompt", o->prompt, "prompt text")->required();
+    cmd->add_option("--max-tokens", o->max_tokens, "tokens to generate at most")->check(CLI::Range(0, 1 << 24));
+    cmd->add_option("--temperature", o->temperature, "0 = greedy");
+    cmd->add_option("--top-k", o->top_k, "keep the K most likely tokens (0 = off)");
+    cmd->add_option("--top-p", o->top_p, "nucleus sampling mass (1 = off)");
+    cmd->add_option("--min-p", o->min_p, "drop tokens below min-p x the top probability (0 = off)");
+    cmd->add_option("--repeat-penalty", o->repeat_penalty, "penalty for recently seen tokens (1 = off)");
+    cmd->add_option("--seed", o->seed, "sampling seed: same seed, same tokens");
+    cmd->add_option("--stop", o->stop, "stop when this text is generated (repeatable)");
+    cmd->callback([o, exit_code]() { *exit_code = Run(*o); });
+}
+
+}  // namespace prepack::cli

@@ -1,0 +1,94 @@
+// `prepack inspect`: what a model is — architecture, hyper-parameters,
+// tensors and their types, vocabulary.
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/gguf.h"
+#include "core/model_config.h"
+
+namespace prepack::cli {
+namespace {
+
+nlohmann::json ConfigJson(const ModelConfig& c) {
+    return {
+        {"name", c.name},           {"architecture", c.arch},        {"dim", c.dim},
+        {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},      {"n_heads", c.n_heads},
+        {"n_kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim},      {"rope_dim", c.rope_dim},
+        {"rope_theta", c.rope_theta}, {"norm_eps", c.norm_eps},      {"vocab_size", c.vocab_size},
+        {"context_length", c.max_context}, {"tied_output", c.tied_output},
+        {"parameters", c.TotalParams()},
+    };
+}
+
+absl::StatusOr<nlohmann::json> Describe(const std::string& spec) {
+    if (spec.rfind(kSyntheticPrefix, 0) == 0) {
+        PP_ASSIGN_OR_RETURN(ModelConfig c, SyntheticConfig(spec.substr(sizeof(kSyntheticPrefix) - 1)));
+        nlohmann::json j = ConfigJson(c);
+        j["source"] = spec;
+        j["weights"] = "synthetic f32 (deterministic pseudo-random)";
+        return j;
+    }
+    PP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(spec));
+    PP_ASSIGN_OR_RETURN(ModelConfig c, ConfigFromGguf(*f));
+    nlohmann::json j = ConfigJson(c);
+    j["source"] = spec;
+    j["gguf_version"] = f->version();
+    j["file_bytes"] = f->file_size();
+    std::map<std::string, int> types;
+    for (const GgufTensor& t : f->tensors()) ++types[GgmlTypeName(t.type)];
+    j["tensor_count"] = f->tensors().size();
+    j["tensor_types"] = types;
+    if (f->Has("tokenizer.ggml.model")) {
+        PP_ASSIGN_OR_RETURN(std::string tm, f->GetString("tokenizer.ggml.model"));
+        j["tokenizer"] = tm;
+    }
+    if (f->Has("tokenizer.ggml.tokens")) {
+        PP_ASSIGN_OR_RETURN(std::vector<std::string> toks, f->GetStringArray("tokenizer.ggml.tokens"));
+        j["tokenizer_vocab_size"] = toks.size();
+    }
+    nlohmann::json meta = nlohmann::json::object();
+    for (const std::string& k : f->Keys()) meta[k] = f->ValueSummary(k);
+    j["metadata"] = meta;
+    return j;
+}
+
+void PrintText(const nlohmann::json& j) {
+    for (const char* k : {"source", "name", "architecture", "parameters", "dim", "hidden_dim", "n_layers",
+                          "n_heads", "n_kv_heads", "head_dim", "rope_dim", "rope_theta", "norm_eps",
+                          "context_length", "vocab_size", "tied_output", "gguf_version", "file_bytes",
+                          "tensor_count", "tensor_types", "tokenizer", "tokenizer_vocab_size", "weights"}) {
+        if (j.contains(k)) std::printf("%-22s %s\n", k, j[k].dump().c_str());
+    }
+    if (j.contains("metadata")) {
+        std::printf("metadata:\n");
+        for (const auto& [k, v] : j["metadata"].items()) {
+            std::printf("  %-40s %s\n", k.c_str(), v.get<std::string>().c_str());
+        }
+    }
+}
+
+}  // namespace
+
+void AddInspect(CLI::App& app, int* exit_code) {
+    auto* o = new CommonOptions();
+    CLI::App* cmd = app.add_subcommand("inspect", "Describe a model without running it");
+    AddCommonOptions(cmd, o, /*with_kv=*/false);
+    cmd->callback([o, exit_code]() {
+        absl::StatusOr<nlohmann::json> j = Describe(o->model);
+        if (!j.ok()) {
+            *exit_code = Fail(j.status());
+            return;
+        }
+        if (o->json) {
+            std::printf("%s\n", j->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        } else {
+            PrintText(*j);
+        }
+    });
+}
+
+}  // namespace prepack::cli

@@ -1,0 +1,13 @@
+// The subcommands of the `prepack` CLI. Each Add* registers one with its
+// flags; when it runs, it stores its exit code in *exit_code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace prepack::cli {
+
+void AddGenerate(CLI::App& app, int* exit_code);
+void AddInspect(CLI::App& app, int* exit_code);
+void AddBenchForward(CLI::App& bench, int* exit_code);
+
+}  // namespace prepack::cli

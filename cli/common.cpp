@@ -1,0 +1,47 @@
+#include "cli/common.h"
+
+#include <cstdio>
+
+#include "core/runtime.h"
+
+namespace prepack::cli {
+
+void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv) {
+    app->add_option("--model", o->model, "GGUF file or synthetic:NAME (tiny, 110m, 1b, 7b)")->required();
+    app->add_option("--device", o->device, "cpu (cuda arrives with the CUDA backend)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
+    app->add_option("--threads", o->threads, "CPU threads (0 = all online CPUs)")->check(CLI::Range(0, 1024));
+    if (with_kv) {
+        app->add_option("--kv-budget", o->kv_budget, "KV cache budget in bytes (0 = sized for the context)");
+        app->add_option("--kv-block", o->kv_block, "tokens per KV block")->check(CLI::Range(1, 4096));
+    }
+    app->add_flag("--json", o->json, "machine-readable output");
+}
+
+absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool with_kv) {
+    if (o.device != "cpu") {
+        return absl::UnimplementedError(absl::StrCat("device '", o.device, "' is not available in this build; use --device cpu"));
+    }
+    SetNumThreads(o.threads);
+    Loaded l;
+    PP_ASSIGN_OR_RETURN(l.model, Model::Load(o.model));
+    if (!with_kv) return l;
+    uint64_t budget = o.kv_budget;
+    if (budget == 0) {
+        // Enough for the request, at least 256 MiB, but never more than a
+        // quarter of the memory that is free now. Pages are touched lazily.
+        const uint64_t per_token = l.model->config().KvBytesPerToken();
+        const uint64_t avail = AvailableMemoryBytes();
+        budget = std::max<uint64_t>(256ull << 20, per_token * (min_kv_tokens + o.kv_block));
+        if (avail != 0) budget = std::min(budget, avail / 4);
+    }
+    PP_ASSIGN_OR_RETURN(l.pool, KvBlockPool::Create(l.model->config(), o.kv_block, budget));
+    return l;
+}
+
+int Fail(const absl::Status& s) {
+    std::fprintf(stderr, "prepack: %s\n", std::string(s.message()).c_str());
+    return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace prepack::cli

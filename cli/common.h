@@ -1,0 +1,40 @@
+// Pieces every prepack subcommand shares: the common flags, loading the
+// model and KV pool from them, and reporting errors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/kv_cache.h"
+#include "core/model.h"
+
+namespace prepack::cli {
+
+struct CommonOptions {
+    std::string model;
+    std::string device = "cpu";
+    int         threads = 0;          // 0 = all online CPUs
+    uint64_t    kv_budget = 0;        // bytes; 0 = sized for the model's context
+    int         kv_block = 16;
+    bool        json = false;
+};
+
+// Registers --model, --device, --threads, --kv-budget, --kv-block, --json.
+void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv = true);
+
+struct Loaded {
+    std::unique_ptr<Model>       model;
+    std::unique_ptr<KvBlockPool> pool;
+};
+
+// Applies --threads/--device and loads the model (and a KV pool sized for
+// at least `min_kv_tokens` tokens when with_kv).
+absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool with_kv = true);
+
+// Prints "prepack: <status message>" to stderr; returns the exit code for it.
+int Fail(const absl::Status& s);
+
+}  // namespace prepack::cli

@@ -1,0 +1,147 @@
+#include "core/forward.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemm.h"
+
+namespace prepack {
+
+ForwardPass::ForwardPass(const Model& model, KvBlockPool& pool) : model_(model), pool_(pool) {
+    const ModelConfig& c = model.config();
+    for (int i = 0; i < c.rope_dim / 2; ++i) {
+        inv_freq_.push_back(1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / c.rope_dim));
+    }
+}
+
+absl::Status ForwardPass::Validate(const StepPlan& plan) const {
+    const ModelConfig& c = model_.config();
+    const int64_t t = static_cast<int64_t>(plan.tokens.size());
+    if (t == 0) return absl::InvalidArgumentError("step has no tokens");
+    if (plan.positions.size() != plan.tokens.size()) {
+        return absl::InvalidArgumentError("step has a different number of tokens and positions");
+    }
+    for (int64_t i = 0; i < t; ++i) {
+        if (plan.tokens[i] < 0 || plan.tokens[i] >= c.vocab_size) {
+            return absl::InvalidArgumentError(absl::StrCat("token id ", plan.tokens[i], " at row ", i,
+                                                           " is outside the vocabulary [0, ", c.vocab_size, ")"));
+        }
+        if (plan.positions[i] < 0 || plan.positions[i] >= c.max_context) {
+            return absl::InvalidArgumentError(absl::StrCat("position ", plan.positions[i], " at row ", i,
+                                                           " is outside the context [0, ", c.max_context, ")"));
+        }
+    }
+    std::vector<uint8_t> covered(t, 0);
+    for (const SeqStep& s : plan.seqs) {
+        if (s.kv == nullptr || s.n_tokens < 1 || s.token_begin < 0 || s.token_begin + int64_t{s.n_tokens} > t) {
+            return absl::InvalidArgumentError("step has a span without KV or outside its tokens");
+        }
+        for (int32_t i = s.token_begin; i < s.token_begin + s.n_tokens; ++i) {
+            if (covered[i]++) return absl::InvalidArgumentError(absl::StrCat("row ", i, " is in two spans"));
+        }
+        if (s.kv->num_tokens() + s.n_tokens > s.kv->capacity()) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "sequence needs KV room for ", s.kv->num_tokens() + s.n_tokens, " tokens but has ",
+                s.kv->capacity()));
+        }
+    }
+    return absl::OkStatus();
+}
+
+void ForwardPass::WriteKv(const StepPlan& plan, int32_t layer) {
+    const ModelConfig& c = model_.config();
+    const int32_t bs = pool_.block_size();
+    const int64_t kv = c.kv_dim(), stride = c.qkv_dim(), q = c.q_dim();
+    for (const SeqStep& s : plan.seqs) {
+        const int32_t before = s.kv->num_tokens();
+        const int32_t* blocks = s.kv->blocks().data();
+#pragma omp parallel for schedule(static)
+        for (int32_t i = 0; i < s.n_tokens; ++i) {
+            const int32_t slot = before + i;
+            const size_t off = static_cast<size_t>(slot % bs) * kv;
+            const float* row = qkv_.data() + static_cast<int64_t>(s.token_begin + i) * stride;
+            std::memcpy(pool_.K(layer, blocks[slot / bs]) + off, row + q, kv * sizeof(float));
+            std::memcpy(pool_.V(layer, blocks[slot / bs]) + off, row + q + kv, kv * sizeof(float));
+        }
+    }
+}
+
+void ForwardPass::Attention(const StepPlan& plan, int32_t layer) {
+    const ModelConfig& c = model_.config();
+    std::vector<cpu::AttentionSpan> spans;
+    spans.reserve(plan.seqs.size());
+    for (const SeqStep& s : plan.seqs) {
+        spans.push_back({s.token_begin, s.n_tokens, s.kv->num_tokens(), s.kv->blocks().data()});
+    }
+    const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
+    const cpu::PagedKv kv{pool_.LayerK(layer), pool_.LayerV(layer), pool_.block_size(), c.kv_dim()};
+    cpu::PagedAttention(qkv_.data(), att_.data(), shape, spans.data(), static_cast<int32_t>(spans.size()), kv);
+}
+
+void ForwardPass::Logits(const StepPlan& plan, StepOutput* out) {
+    const ModelConfig& c = model_.config();
+    const ModelWeights& w = model_.weights();
+    std::vector<int64_t> rows;
+    out->first_row.assign(plan.seqs.size(), -1);
+    for (size_t i = 0; i < plan.seqs.size(); ++i) {
+        const SeqStep& s = plan.seqs[i];
+        if (s.logits == LogitsWanted::kNone) continue;
+        out->first_row[i] = static_cast<int32_t>(rows.size());
+        const int32_t first = s.logits == LogitsWanted::kAll ? s.token_begin : s.token_begin + s.n_tokens - 1;
+        for (int32_t r = first; r < s.token_begin + s.n_tokens; ++r) rows.push_back(r);
+    }
+    const int64_t n = static_cast<int64_t>(rows.size());
+    out->rows = static_cast<int32_t>(n);
+    if (n == 0) return;
+    // Only the rows that produce logits pass the final norm and the output
+    // matrix: for a prefill that is one row per prompt, not every token.
+    for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(xb_.data() + i * c.dim, x_.data() + rows[i] * c.dim, c.dim * sizeof(float));
+    }
+    cpu::RmsNorm(xb_.data(), w.output_norm, xb_.data(), n, c.dim, c.norm_eps);
+    out->logits.EnsureSize(static_cast<size_t>(n) * c.vocab_size);
+    cpu::Linear(xb_.data(), w.output, out->logits.data(), n, c.vocab_size, c.dim, false);
+}
+
+absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
+    PP_RETURN_IF_ERROR(Validate(plan));
+    const ModelConfig& c = model_.config();
+    const ModelWeights& w = model_.weights();
+    const int64_t t = static_cast<int64_t>(plan.tokens.size());
+    const int64_t d = c.dim, h = c.hidden_dim;
+    x_.EnsureSize(t * d);
+    xb_.EnsureSize(t * std::max<int64_t>(d, c.q_dim()));
+    qkv_.EnsureSize(t * c.qkv_dim());
+    att_.EnsureSize(t * c.q_dim());
+    gu_.EnsureSize(t * 2 * h);
+    hb_.EnsureSize(t * h);
+    // Padding rows belong to no span: attention leaves them untouched, so
+    // give them a defined value once.
+    std::memset(att_.data(), 0, t * c.q_dim() * sizeof(float));
+
+    cpu::Gather(w.token_embd, plan.tokens.data(), x_.data(), t, d);
+    for (int32_t l = 0; l < c.n_layers; ++l) {
+        const LayerWeights& lw = w.layers[l];
+        cpu::RmsNorm(x_.data(), lw.attn_norm, xb_.data(), t, d, c.norm_eps);
+        cpu::Linear(xb_.data(), lw.wqkv, qkv_.data(), t, c.qkv_dim(), d, false);
+        cpu::Rope(qkv_.data(), t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim,
+                  plan.positions.data(), inv_freq_.data());
+        cpu::Rope(qkv_.data(), t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim,
+                  plan.positions.data(), inv_freq_.data());
+        WriteKv(plan, l);
+        Attention(plan, l);
+        cpu::Linear(att_.data(), lw.wo, x_.data(), t, d, c.q_dim(), true);   // x += attn Wo^T
+
+        cpu::RmsNorm(x_.data(), lw.ffn_norm, xb_.data(), t, d, c.norm_eps);
+        cpu::Linear(xb_.data(), lw.w_gate_up, gu_.data(), t, 2 * h, d, false);
+        cpu::SwiGlu(gu_.data(), hb_.data(), t, h);
+        cpu::Linear(hb_.data(), lw.w_down, x_.data(), t, d, h, true);         // x += ffn
+    }
+    Logits(plan, out);
+    for (const SeqStep& s : plan.seqs) s.kv->set_num_tokens(s.kv->num_tokens() + s.n_tokens);
+    return absl::OkStatus();
+}
+
+}  // namespace prepack

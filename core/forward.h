@@ -1,0 +1,47 @@
+// The optimised forward pass: runs one StepPlan (many tokens of many
+// sequences) through the model, reading and writing the paged KV cache.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/kv_cache.h"
+#include "core/model.h"
+#include "core/step_plan.h"
+
+namespace prepack {
+
+struct StepOutput {
+    AlignedFloats        logits;      // [rows, vocab]
+    int32_t              rows = 0;
+    std::vector<int32_t> first_row;   // per SeqStep: its first logits row, -1 if none
+};
+
+class ForwardPass {
+public:
+    ForwardPass(const Model& model, KvBlockPool& pool);
+
+    // Validates `plan` (INVALID_ARGUMENT for ids/positions out of range or
+    // overlapping spans; FAILED_PRECONDITION when a block table lacks room),
+    // then computes it. On success each sequence's K/V for its span are in
+    // its blocks and its num_tokens() has advanced by its n_tokens.
+    absl::Status Run(const StepPlan& plan, StepOutput* out);
+
+    const Model& model() const { return model_; }
+    KvBlockPool& pool() { return pool_; }
+
+private:
+    absl::Status Validate(const StepPlan& plan) const;
+    void WriteKv(const StepPlan& plan, int32_t layer);
+    void Attention(const StepPlan& plan, int32_t layer);
+    void Logits(const StepPlan& plan, StepOutput* out);
+
+    const Model&  model_;
+    KvBlockPool&  pool_;
+    std::vector<float> inv_freq_;
+    // Activations, grown to the largest step seen and then reused.
+    AlignedFloats x_, xb_, qkv_, att_, gu_, hb_;
+};
+
+}  // namespace prepack

@@ -1,0 +1,115 @@
+#include "core/generate.h"
+
+#include "core/runtime.h"
+#include "core/stop_strings.h"
+
+namespace prepack {
+
+const char* FinishReasonName(FinishReason r) {
+    switch (r) {
+        case FinishReason::kStop: return "stop";
+        case FinishReason::kLength: return "length";
+        case FinishReason::kEos: return "eos";
+    }
+    return "unknown";
+}
+
+namespace {
+
+absl::StatusOr<std::vector<int32_t>> PromptTokens(const Model& model, const GenerateRequest& r) {
+    const ModelConfig& c = model.config();
+    std::vector<int32_t> ids = r.prompt_tokens;
+    if (ids.empty()) {
+        if (r.prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
+        PP_ASSIGN_OR_RETURN(ids, model.tokenizer().Encode(r.prompt, r.add_bos));
+    }
+    for (int32_t id : ids) {
+        if (id < 0 || id >= c.vocab_size) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "prompt token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
+        }
+    }
+    if (static_cast<int64_t>(ids.size()) >= c.max_context) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "prompt has ", ids.size(), " tokens but the model's context is ", c.max_context,
+            " tokens (room is needed for at least one generated token)"));
+    }
+    return ids;
+}
+
+}  // namespace
+
+absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequest& request,
+                                        const TextCallback& on_text) {
+    const Model& model = forward.model();
+    const ModelConfig& c = model.config();
+    const Tokenizer& tok = model.tokenizer();
+    PP_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
+    if (request.max_tokens < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("max_tokens must be >= 0, got ", request.max_tokens));
+    }
+    GenerateResult result;
+    PP_ASSIGN_OR_RETURN(result.prompt_tokens, PromptTokens(model, request));
+    const std::vector<int32_t>& prompt = result.prompt_tokens;
+    const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+
+    BlockTable kv;   // released on every return path by its destructor
+    PP_RETURN_IF_ERROR(kv.Reserve(forward.pool(), n_prompt));
+
+    // Prefill in chunks; only the last chunk asks for logits.
+    StepOutput out;
+    const double t0 = NowSeconds();
+    for (int32_t begin = 0; begin < n_prompt; begin += kPrefillChunk) {
+        const int32_t n = std::min(kPrefillChunk, n_prompt - begin);
+        StepPlan plan;
+        plan.Add(&kv, prompt.data() + begin, n, begin,
+                 begin + n == n_prompt ? LogitsWanted::kLast : LogitsWanted::kNone);
+        PP_RETURN_IF_ERROR(forward.Run(plan, &out));
+    }
+    const double t1 = NowSeconds();
+    result.prefill_seconds = t1 - t0;
+
+    Sampler sampler(request.sampling);
+    StopMatcher stops(request.stop);
+    StreamDecoder detok(tok);
+    std::vector<int32_t> history = prompt;
+    // The prompt's text is already known to the caller: prime the decoder
+    // with it so the continuation's first space is kept.
+    for (int32_t id : prompt) detok.Push(id);
+    auto emit = [&](const std::string& s) {
+        if (s.empty()) return;
+        result.text += s;
+        if (on_text) on_text(s);
+    };
+
+    result.finish_reason = FinishReason::kLength;
+    for (int32_t i = 0; i < request.max_tokens; ++i) {
+        const int32_t next = sampler.Sample({out.logits.data(), static_cast<size_t>(c.vocab_size)}, history);
+        result.tokens.push_back(next);
+        history.push_back(next);
+        if (next == tok.eos_id()) {
+            result.finish_reason = FinishReason::kEos;
+            break;
+        }
+        emit(stops.Push(detok.Push(next)));
+        if (stops.stopped()) {
+            result.finish_reason = FinishReason::kStop;
+            break;
+        }
+        const int32_t pos = n_prompt + i;
+        if (i + 1 == request.max_tokens || pos + 1 >= c.max_context) break;   // no forward needed
+        PP_RETURN_IF_ERROR(kv.Reserve(forward.pool(), pos + 1));
+        StepPlan plan;
+        plan.Add(&kv, &next, 1, pos);
+        PP_RETURN_IF_ERROR(forward.Run(plan, &out));
+    }
+    if (!stops.stopped()) {
+        std::string tail = stops.Push(detok.Flush());
+        if (stops.stopped()) result.finish_reason = FinishReason::kStop;
+        emit(tail + stops.Flush());
+    }
+    result.decode_seconds = NowSeconds() - t1;
+    return result;
+}
+
+}  // namespace prepack

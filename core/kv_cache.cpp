@@ -1,0 +1,134 @@
+#include "core/kv_cache.h"
+
+#include <sys/mman.h>
+
+#include <cassert>
+
+namespace prepack {
+
+absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(const ModelConfig& c,
+                                                                  int32_t block_size,
+                                                                  uint64_t budget_bytes) {
+    if (block_size < 1 || block_size > 4096) {
+        return absl::InvalidArgumentError(absl::StrCat("KV block size ", block_size, " is not in [1, 4096]"));
+    }
+    std::unique_ptr<KvBlockPool> p(new KvBlockPool());
+    p->n_layers_ = c.n_layers;
+    p->kv_dim_ = c.kv_dim();
+    p->block_size_ = block_size;
+    p->block_elems_ = static_cast<size_t>(block_size) * c.kv_dim();
+    p->bytes_per_block_ = 2ull * c.n_layers * p->block_elems_ * sizeof(float);
+    const uint64_t n = budget_bytes / p->bytes_per_block_;
+    if (n < 1) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "KV budget of ", budget_bytes, " bytes holds no block (one block of ", block_size,
+            " tokens needs ", p->bytes_per_block_, " bytes)"));
+    }
+    if (n > (1u << 30)) {
+        return absl::InvalidArgumentError(absl::StrCat("KV budget of ", budget_bytes, " bytes is too large"));
+    }
+    p->num_blocks_ = static_cast<int32_t>(n);
+    p->map_bytes_ = n * p->bytes_per_block_;
+    // MAP_NORESERVE: the budget is an upper bound; untouched pages cost nothing.
+    void* m = mmap(nullptr, p->map_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        return absl::ResourceExhaustedError(absl::StrCat("cannot map ", p->map_bytes_, " bytes for the KV cache"));
+    }
+    p->base_ = static_cast<float*>(m);
+    p->refs_.assign(p->num_blocks_, 0);
+    p->free_.reserve(p->num_blocks_);
+    // Hand out low block ids first: they are the ones already paged in.
+    for (int32_t b = p->num_blocks_ - 1; b >= 0; --b) p->free_.push_back(b);
+    return p;
+}
+
+KvBlockPool::~KvBlockPool() {
+    if (base_ != nullptr) munmap(base_, map_bytes_);
+}
+
+absl::StatusOr<int32_t> KvBlockPool::Allocate() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "KV cache is full: all ", num_blocks_, " blocks of ", block_size_, " tokens are in use"));
+    }
+    const int32_t b = free_.back();
+    free_.pop_back();
+    refs_[b] = 1;
+    return b;
+}
+
+void KvBlockPool::AddRef(int32_t block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    assert(refs_[block] > 0);
+    ++refs_[block];
+}
+
+void KvBlockPool::Release(int32_t block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    assert(refs_[block] > 0);
+    if (--refs_[block] == 0) free_.push_back(block);
+}
+
+int32_t KvBlockPool::RefCount(int32_t block) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return refs_[block];
+}
+
+int32_t KvBlockPool::num_free() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int32_t>(free_.size());
+}
+
+BlockTable::~BlockTable() { Release(); }
+
+BlockTable::BlockTable(BlockTable&& o) noexcept
+    : pool_(std::exchange(o.pool_, nullptr)), blocks_(std::move(o.blocks_)),
+      num_tokens_(std::exchange(o.num_tokens_, 0)) {
+    o.blocks_.clear();
+}
+
+BlockTable& BlockTable::operator=(BlockTable&& o) noexcept {
+    if (this != &o) {
+        Release();
+        pool_ = std::exchange(o.pool_, nullptr);
+        blocks_ = std::move(o.blocks_);
+        o.blocks_.clear();
+        num_tokens_ = std::exchange(o.num_tokens_, 0);
+    }
+    return *this;
+}
+
+int32_t BlockTable::capacity() const {
+    return pool_ == nullptr ? 0 : static_cast<int32_t>(blocks_.size()) * pool_->block_size();
+}
+
+absl::Status BlockTable::Reserve(KvBlockPool& pool, int32_t n_tokens) {
+    if (pool_ != nullptr && pool_ != &pool) {
+        return absl::InternalError("block table already belongs to another KV pool");
+    }
+    pool_ = &pool;
+    const int32_t need = (n_tokens + pool.block_size() - 1) / pool.block_size();
+    std::vector<int32_t> added;
+    while (static_cast<int32_t>(blocks_.size() + added.size()) < need) {
+        absl::StatusOr<int32_t> b = pool.Allocate();
+        if (!b.ok()) {
+            for (int32_t x : added) pool.Release(x);
+            return b.status();
+        }
+        added.push_back(*b);
+    }
+    blocks_.insert(blocks_.end(), added.begin(), added.end());
+    return absl::OkStatus();
+}
+
+void BlockTable::Release() {
+    if (pool_ != nullptr) {
+        for (int32_t b : blocks_) pool_->Release(b);
+    }
+    blocks_.clear();
+    num_tokens_ = 0;
+}
+
+}  // namespace prepack

@@ -1,0 +1,96 @@
+// Paged KV cache: a pool of fixed-size blocks under a byte budget, and a
+// per-sequence block table mapping token index -> (block, slot).
+//
+// Storage is one anonymous mapping laid out [layer][K|V][block][slot][kv_dim],
+// so one layer's blocks are contiguous for attention and pages that are never
+// used are never touched. Blocks are reference-counted so sequences can share
+// a prefix's blocks (BatchLLM / prefix caching); a block returns to the free
+// list when its last reference is dropped. The pool is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "core/model_config.h"
+#include "core/status.h"
+
+namespace prepack {
+
+class KvBlockPool {
+public:
+    // INVALID_ARGUMENT for a block size < 1, RESOURCE_EXHAUSTED when the
+    // budget holds no block or the mapping fails.
+    static absl::StatusOr<std::unique_ptr<KvBlockPool>> Create(const ModelConfig& config,
+                                                               int32_t block_size,
+                                                               uint64_t budget_bytes);
+    ~KvBlockPool();
+    KvBlockPool(const KvBlockPool&) = delete;
+    KvBlockPool& operator=(const KvBlockPool&) = delete;
+
+    // A free block with reference count 1; RESOURCE_EXHAUSTED when none is left.
+    absl::StatusOr<int32_t> Allocate();
+    void AddRef(int32_t block);
+    void Release(int32_t block);   // frees the block when its count reaches 0
+    int32_t RefCount(int32_t block) const;
+
+    int32_t  block_size() const { return block_size_; }
+    int32_t  num_blocks() const { return num_blocks_; }
+    int32_t  num_free() const;
+    uint64_t bytes_per_block() const { return bytes_per_block_; }
+    uint64_t used_bytes() const { return static_cast<uint64_t>(num_blocks_ - num_free()) * bytes_per_block_; }
+    int32_t  kv_dim() const { return kv_dim_; }
+
+    // [block_size, kv_dim] K (or V) rows of `block` at `layer`.
+    float* K(int32_t layer, int32_t block) const { return Slab(layer, 0) + Offset(block); }
+    float* V(int32_t layer, int32_t block) const { return Slab(layer, 1) + Offset(block); }
+    // Start of all K (or V) blocks of a layer; block b begins b*block_size*kv_dim later.
+    float* LayerK(int32_t layer) const { return Slab(layer, 0); }
+    float* LayerV(int32_t layer) const { return Slab(layer, 1); }
+
+private:
+    KvBlockPool() = default;
+    float* Slab(int32_t layer, int kv) const {
+        return base_ + (static_cast<size_t>(layer) * 2 + kv) * num_blocks_ * block_elems_;
+    }
+    size_t Offset(int32_t block) const { return static_cast<size_t>(block) * block_elems_; }
+
+    float*               base_ = nullptr;
+    size_t               map_bytes_ = 0;
+    int32_t              n_layers_ = 0, kv_dim_ = 0, block_size_ = 0, num_blocks_ = 0;
+    size_t               block_elems_ = 0;   // block_size * kv_dim
+    uint64_t             bytes_per_block_ = 0;
+    mutable std::mutex   mu_;
+    std::vector<int32_t> free_;
+    std::vector<int32_t> refs_;
+};
+
+// The blocks that hold one sequence's KV, in token order.
+class BlockTable {
+public:
+    BlockTable() = default;
+    ~BlockTable();   // releases its blocks
+    BlockTable(BlockTable&&) noexcept;
+    BlockTable& operator=(BlockTable&&) noexcept;
+    BlockTable(const BlockTable&) = delete;
+    BlockTable& operator=(const BlockTable&) = delete;
+
+    // Makes room for `n_tokens` tokens in total, allocating blocks from
+    // `pool`. On RESOURCE_EXHAUSTED nothing was allocated.
+    absl::Status Reserve(KvBlockPool& pool, int32_t n_tokens);
+    // Drops every block reference.
+    void Release();
+
+    const std::vector<int32_t>& blocks() const { return blocks_; }
+    int32_t capacity() const;   // tokens that fit in the reserved blocks
+    // Tokens whose K/V have been written (the forward pass advances it).
+    int32_t num_tokens() const { return num_tokens_; }
+    void    set_num_tokens(int32_t n) { num_tokens_ = n; }
+
+private:
+    KvBlockPool*         pool_ = nullptr;
+    std::vector<int32_t> blocks_;
+    int32_t              num_tokens_ = 0;
+};
+
+}  // namespace prepack

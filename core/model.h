@@ -1,0 +1,45 @@
+// A loaded model: hyper-parameters, weights and tokenizer, from a GGUF file
+// or from a named synthetic shape ("synthetic:110m").
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/model_config.h"
+#include "core/status.h"
+#include "core/tokenizer.h"
+#include "core/weights.h"
+
+namespace prepack {
+
+class GgufFile;
+
+class Model {
+public:
+    // `spec` is a GGUF path or "synthetic:NAME". Errors: NOT_FOUND (no file,
+    // unknown synthetic name), INVALID_ARGUMENT / DATA_LOSS (bad file),
+    // RESOURCE_EXHAUSTED (does not fit in memory).
+    static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& spec);
+    // Random weights at `config`'s shape with a synthetic vocabulary (tests).
+    static absl::StatusOr<std::unique_ptr<Model>> FromConfig(const ModelConfig& config, uint64_t seed);
+
+    const ModelConfig&  config() const { return config_; }
+    const ModelWeights& weights() const { return weights_; }
+    const Tokenizer&    tokenizer() const { return tokenizer_; }
+    // The spec it was loaded from.
+    const std::string&  source() const { return source_; }
+
+private:
+    Model() = default;
+
+    std::string  source_;
+    ModelConfig  config_;
+    ModelWeights weights_;
+    Tokenizer    tokenizer_;
+};
+
+constexpr const char kSyntheticPrefix[] = "synthetic:";
+// Seed of the weights behind every "synthetic:NAME" model.
+constexpr uint64_t kSyntheticSeed = 42;
+
+}  // namespace prepack

@@ -1,0 +1,41 @@
+// Causal attention over a paged KV cache for a ragged batch of query spans
+// (a CSR-like view in the FlashInfer style: plain pointers and spans, no
+// engine objects). Each span is one sequence's new tokens in this step; query
+// i of a span sees keys [0, kv_before + i] of that sequence only, so spans
+// never see each other and key blocks past a query's horizon are skipped,
+// not computed and masked.
+#pragma once
+
+#include <cstdint>
+
+namespace prepack::cpu {
+
+struct PagedKv {
+    const float* k;        // one layer's K slab: block b starts at b * block_size * kv_dim
+    const float* v;        // same for V
+    int32_t      block_size;
+    int32_t      kv_dim;   // floats per token row (n_kv_heads * head_dim)
+};
+
+struct AttentionSpan {
+    int64_t        q_row;       // first row of this span in q / out
+    int32_t        n_q;         // query rows in the span
+    int32_t        kv_before;   // keys of this sequence before the span's first query
+    const int32_t* blocks;      // the sequence's block table
+};
+
+struct AttentionShape {
+    int32_t n_heads;
+    int32_t n_kv_heads;
+    int32_t head_dim;
+    int64_t q_stride;     // floats between query rows (heads packed at the row start)
+    int64_t out_stride;   // floats between output rows
+};
+
+// The K/V of every key a query sees must already be in the cache (the span's
+// own keys are written before this is called). Online softmax over key
+// blocks: no [queries x keys] matrix is materialised.
+void PagedAttention(const float* q, float* out, const AttentionShape& shape,
+                    const AttentionSpan* spans, int32_t n_spans, const PagedKv& kv);
+
+}  // namespace prepack::cpu

@@ -1,0 +1,68 @@
+#include "kernels/cpu/elementwise.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace prepack::cpu {
+
+void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * dim;
+        float* o = out + r * dim;
+        float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+        for (int64_t i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+        const float scale = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
+#pragma omp simd
+        for (int64_t i = 0; i < dim; ++i) o[i] = weight[i] * (scale * xr[i]);
+    }
+}
+
+void Gather(const float* table, const int32_t* ids, float* out, int64_t rows, int64_t dim) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(out + r * dim, table + static_cast<int64_t>(ids[r]) * dim, dim * sizeof(float));
+    }
+}
+
+void Rope(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,
+          int rope_dim, const int32_t* positions, const float* inv_freq) {
+    const int half = rope_dim / 2;
+#pragma omp parallel
+    {
+        // Each row's cos/sin are computed once and reused by all its heads.
+        float cs[2048], sn[2048];
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+            const float pos = static_cast<float>(positions[r]);
+            for (int i = 0; i < half; ++i) {
+                const float a = pos * inv_freq[i];
+                cs[i] = std::cos(a);
+                sn[i] = std::sin(a);
+            }
+            float* row = x + r * row_stride + col;
+            for (int h = 0; h < n_heads; ++h) {
+                float* p = row + static_cast<int64_t>(h) * head_dim;
+                for (int i = 0; i < half; ++i) {
+                    const float a = p[2 * i], b = p[2 * i + 1];
+                    p[2 * i] = a * cs[i] - b * sn[i];
+                    p[2 * i + 1] = a * sn[i] + b * cs[i];
+                }
+            }
+        }
+    }
+}
+
+void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* g = gu + r * 2 * hidden;
+        const float* u = g + hidden;
+        float* o = out + r * hidden;
+#pragma omp simd
+        for (int64_t i = 0; i < hidden; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    }
+}
+
+}  // namespace prepack::cpu
