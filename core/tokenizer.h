@@ -63,6 +63,20 @@ public:
     bool    IsControl(int32_t id) const;
 
 private:
+    // Validates and indexes a vocabulary; every constructor ends here.
+    // Empty `scores` means all zero; empty `types` means inferred.
+    static absl::StatusOr<Tokenizer> Assemble(std::vector<std::string> pieces,
+                                              std::vector<float> scores,
+                                              std::vector<int32_t> types,
+                                              int64_t bos_id, int64_t eos_id, int64_t unk_id,
+                                              bool add_bos, bool add_space_prefix);
+    // Id of a normal/user-defined piece spelled `piece`, or -1.
+    int32_t LookupText(const std::string& piece) const;
+    // One id per code point of `normalized`, byte tokens where none exists.
+    std::vector<int32_t> InitialSymbols(std::string_view normalized) const;
+    // Applies the best-score-first merges to `initial`.
+    std::vector<int32_t> MergePairs(const std::vector<int32_t>& initial) const;
+
     std::vector<std::string>                 pieces_;
     std::vector<float>                       scores_;
     std::vector<TokenType>                   types_;

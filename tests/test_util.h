@@ -1,0 +1,49 @@
+// Helpers shared by the engine tests.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace prepack::testing {
+
+inline std::string ModelsDir() { return PREPACK_MODELS_DIR; }
+inline std::string StoriesDir() { return ModelsDir() + "/stories260K"; }
+
+inline bool FileExists(const std::string& path) {
+    std::ifstream f(path);
+    return f.good();
+}
+
+// GTEST_SKIP()s the calling test (returns from it) when the stories260K files are absent.
+#define PREPACK_REQUIRE_STORIES()                                                              \
+    do {                                                                                       \
+        if (!::prepack::testing::FileExists(::prepack::testing::StoriesDir() + "/stories260K.gguf")) { \
+            GTEST_SKIP() << "stories260K model not found in " << ::prepack::testing::StoriesDir() \
+                         << " (shared/models is absent); skipping";                            \
+        }                                                                                      \
+    } while (0)
+
+inline std::string ReadFile(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// Largest |a - b| relative to max(1, |b|) over two equally long rows.
+inline double MaxRelDiff(const float* a, const float* b, size_t n) {
+    double worst = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        const double d = std::fabs(double(a[i]) - double(b[i])) / std::max(1.0, std::fabs(double(b[i])));
+        if (!(d <= worst)) worst = d;   // NaN propagates as "worst"
+    }
+    return worst;
+}
+
+}  // namespace prepack::testing
