@@ -1,0 +1,7 @@
+#!/bin/sh
+# Builds prepack and runs every test (ctest). Tests that need ../shared/models
+# or a GPU skip themselves with a message when those are absent.
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/build.sh "$@"
+ctest --test-dir build --output-on-failure -j 2
