@@ -1,5 +1,7 @@
 // CUDA device discovery. The CUDA backend proper (cuBLAS GEMMs, paged and
 // packed attention kernels) builds on this file's target.
+#include "kernels/cuda/device.h"
+
 #include <cuda_runtime.h>
 
 namespace prepack::cuda {
