@@ -1,5 +1,6 @@
 #include "core/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -14,6 +15,26 @@ ForwardPass::ForwardPass(const Model& model, KvBlockPool& pool) : model_(model),
     for (int i = 0; i < c.rope_dim / 2; ++i) {
         inv_freq_.push_back(1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / c.rope_dim));
     }
+}
+
+namespace {
+
+// Floats of activation per step row, and per logits row: the one formula both
+// Run()'s allocations and memory estimates use.
+int64_t FloatsPerRow(const ModelConfig& c) {
+    return int64_t{c.dim} /* x */ + std::max(c.dim, c.q_dim()) /* xb */ + c.qkv_dim() + c.q_dim() /* att */ +
+           3 * int64_t{c.hidden_dim} /* gate|up, swiglu */;
+}
+
+}  // namespace
+
+uint64_t ForwardPass::ActivationBytes(const ModelConfig& c, int64_t tokens, int64_t logit_rows) {
+    return static_cast<uint64_t>(tokens * FloatsPerRow(c) + logit_rows * int64_t{c.vocab_size}) * sizeof(float);
+}
+
+uint64_t ForwardPass::workspace_bytes() const {
+    return (x_.size() + xb_.size() + qkv_.size() + att_.size() + gu_.size() + hb_.size()) * sizeof(float) +
+           logits_bytes_;
 }
 
 absl::Status ForwardPass::Validate(const StepPlan& plan) const {
@@ -35,17 +56,24 @@ absl::Status ForwardPass::Validate(const StepPlan& plan) const {
     }
     std::vector<uint8_t> covered(t, 0);
     for (const SeqStep& s : plan.seqs) {
-        if (s.kv == nullptr || s.n_tokens < 1 || s.token_begin < 0 || s.token_begin + int64_t{s.n_tokens} > t) {
+        const int64_t rows = int64_t{s.n_tokens} + s.n_pad;
+        if (s.kv == nullptr || s.n_tokens < 1 || s.n_pad < 0 || s.token_begin < 0 || s.token_begin + rows > t) {
             return absl::InvalidArgumentError("step has a span without KV or outside its tokens");
         }
-        for (int32_t i = s.token_begin; i < s.token_begin + s.n_tokens; ++i) {
+        for (int64_t i = s.token_begin; i < s.token_begin + rows; ++i) {
             if (covered[i]++) return absl::InvalidArgumentError(absl::StrCat("row ", i, " is in two spans"));
         }
-        if (s.kv->num_tokens() + s.n_tokens > s.kv->capacity()) {
+        if (s.kv->num_tokens() + rows > s.kv->capacity()) {
             return absl::FailedPreconditionError(absl::StrCat(
-                "sequence needs KV room for ", s.kv->num_tokens() + s.n_tokens, " tokens but has ",
+                "sequence needs KV room for ", s.kv->num_tokens() + rows, " tokens but has ",
                 s.kv->capacity()));
         }
+    }
+    std::vector<const BlockTable*> tables;
+    for (const SeqStep& s : plan.seqs) tables.push_back(s.kv);
+    std::sort(tables.begin(), tables.end());
+    if (std::adjacent_find(tables.begin(), tables.end()) != tables.end()) {
+        return absl::InvalidArgumentError("a sequence appears twice in one step");
     }
     return absl::OkStatus();
 }
@@ -58,7 +86,7 @@ void ForwardPass::WriteKv(const StepPlan& plan, int32_t layer) {
         const int32_t before = s.kv->num_tokens();
         const int32_t* blocks = s.kv->blocks().data();
 #pragma omp parallel for schedule(static)
-        for (int32_t i = 0; i < s.n_tokens; ++i) {
+        for (int32_t i = 0; i < s.n_tokens + s.n_pad; ++i) {
             const int32_t slot = before + i;
             const size_t off = static_cast<size_t>(slot % bs) * kv;
             const float* row = qkv_.data() + static_cast<int64_t>(s.token_begin + i) * stride;
@@ -73,7 +101,7 @@ void ForwardPass::Attention(const StepPlan& plan, int32_t layer) {
     std::vector<cpu::AttentionSpan> spans;
     spans.reserve(plan.seqs.size());
     for (const SeqStep& s : plan.seqs) {
-        spans.push_back({s.token_begin, s.n_tokens, s.kv->num_tokens(), s.kv->blocks().data()});
+        spans.push_back({s.token_begin, s.n_tokens + s.n_pad, s.kv->num_tokens(), s.kv->blocks().data()});
     }
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     const cpu::PagedKv kv{pool_.LayerK(layer), pool_.LayerV(layer), pool_.block_size(), c.kv_dim()};
@@ -102,6 +130,7 @@ void ForwardPass::Logits(const StepPlan& plan, StepOutput* out) {
     }
     cpu::RmsNorm(xb_.data(), w.output_norm, xb_.data(), n, c.dim, c.norm_eps);
     out->logits.EnsureSize(static_cast<size_t>(n) * c.vocab_size);
+    logits_bytes_ = std::max<uint64_t>(logits_bytes_, out->logits.size() * sizeof(float));
     cpu::Linear(xb_.data(), w.output, out->logits.data(), n, c.vocab_size, c.dim, false);
 }
 

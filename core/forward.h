@@ -28,6 +28,12 @@ public:
     // its blocks and its num_tokens() has advanced by its n_tokens.
     absl::Status Run(const StepPlan& plan, StepOutput* out);
 
+    // Bytes of activation workspace a step of `tokens` rows with
+    // `logit_rows` rows of logits needs (what Run() allocates for it).
+    static uint64_t ActivationBytes(const ModelConfig& config, int64_t tokens, int64_t logit_rows);
+    // Bytes currently allocated for activations (grows to the largest step).
+    uint64_t workspace_bytes() const;
+
     const Model& model() const { return model_; }
     KvBlockPool& pool() { return pool_; }
 
@@ -42,6 +48,7 @@ private:
     std::vector<float> inv_freq_;
     // Activations, grown to the largest step seen and then reused.
     AlignedFloats x_, xb_, qkv_, att_, gu_, hb_;
+    uint64_t      logits_bytes_ = 0;
 };
 
 }  // namespace prepack

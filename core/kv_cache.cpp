@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cassert>
 
 namespace prepack {
@@ -121,6 +122,16 @@ absl::Status BlockTable::Reserve(KvBlockPool& pool, int32_t n_tokens) {
     }
     blocks_.insert(blocks_.end(), added.begin(), added.end());
     return absl::OkStatus();
+}
+
+void BlockTable::Trim(int32_t n_tokens) {
+    if (pool_ == nullptr) return;
+    const size_t keep = (static_cast<size_t>(std::max(n_tokens, 0)) + pool_->block_size() - 1) / pool_->block_size();
+    while (blocks_.size() > keep) {
+        pool_->Release(blocks_.back());
+        blocks_.pop_back();
+    }
+    num_tokens_ = std::min<int32_t>(num_tokens_, static_cast<int32_t>(keep) * pool_->block_size());
 }
 
 void BlockTable::Release() {

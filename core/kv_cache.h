@@ -78,6 +78,9 @@ public:
     // Makes room for `n_tokens` tokens in total, allocating blocks from
     // `pool`. On RESOURCE_EXHAUSTED nothing was allocated.
     absl::Status Reserve(KvBlockPool& pool, int32_t n_tokens);
+    // Keeps only the blocks that `n_tokens` tokens need and releases the
+    // rest (after a padded prefill wrote pad K/V past the real tokens).
+    void Trim(int32_t n_tokens);
     // Drops every block reference.
     void Release();
 

@@ -19,16 +19,22 @@ enum class LogitsWanted : uint8_t {
 };
 
 struct SeqStep {
-    BlockTable*  kv;            // capacity >= kv->num_tokens() + n_tokens; advanced by the pass
+    BlockTable*  kv;            // capacity >= kv->num_tokens() + n_tokens + n_pad; advanced by n_tokens
     int32_t      token_begin;   // first row in StepPlan::tokens
     int32_t      n_tokens;      // rows of this sequence in the step
     LogitsWanted logits = LogitsWanted::kLast;
+    // Padding rows right after the span that are computed as if they were
+    // more tokens of this sequence (attention included) and then dropped:
+    // their K/V land past num_tokens() and are overwritten later. This is
+    // what right-padded batching costs, so the padded baseline uses it.
+    int32_t      n_pad = 0;
 };
 
 struct StepPlan {
     std::vector<int32_t> tokens;      // [T] token ids
     std::vector<int32_t> positions;   // [T] RoPE positions
-    std::vector<SeqStep> seqs;        // disjoint spans over [0, T); rows in no span are padding
+    std::vector<SeqStep> seqs;        // disjoint spans (with their pads) over [0, T);
+                                      // rows in no span are padding that only the GEMMs see
 
     // Appends a span for `kv` holding `ids` at positions kv->num_tokens()...
     void Add(BlockTable* kv, const int32_t* ids, int32_t n, int32_t first_position,
