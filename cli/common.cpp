@@ -26,15 +26,7 @@ absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool 
     Loaded l;
     PP_ASSIGN_OR_RETURN(l.model, Model::Load(o.model));
     if (!with_kv) return l;
-    uint64_t budget = o.kv_budget;
-    if (budget == 0) {
-        // Enough for the request, at least 256 MiB, but never more than a
-        // quarter of the memory that is free now. Pages are touched lazily.
-        const uint64_t per_token = l.model->config().KvBytesPerToken();
-        const uint64_t avail = AvailableMemoryBytes();
-        budget = std::max<uint64_t>(256ull << 20, per_token * (min_kv_tokens + o.kv_block));
-        if (avail != 0) budget = std::min(budget, avail / 4);
-    }
+    const uint64_t budget = o.kv_budget ? o.kv_budget : AutoKvBudget(l.model->config(), min_kv_tokens + o.kv_block);
     PP_ASSIGN_OR_RETURN(l.pool, KvBlockPool::Create(l.model->config(), o.kv_block, budget));
     return l;
 }

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures (and JSON with --json)");
     bench->require_subcommand(1);
     prepack::cli::AddBenchForward(*bench, &exit_code);
+    prepack::cli::AddBenchPrefill(*bench, &exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -10,6 +10,8 @@ const char* FinishReasonName(FinishReason r) {
         case FinishReason::kStop: return "stop";
         case FinishReason::kLength: return "length";
         case FinishReason::kEos: return "eos";
+        case FinishReason::kCancelled: return "cancelled";
+        case FinishReason::kError: return "error";
     }
     return "unknown";
 }
@@ -87,7 +89,7 @@ absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequ
         const int32_t next = sampler.Sample({out.logits.data(), static_cast<size_t>(c.vocab_size)}, history);
         result.tokens.push_back(next);
         history.push_back(next);
-        if (next == tok.eos_id()) {
+        if (next == tok.eos_id() && !request.ignore_eos) {
             result.finish_reason = FinishReason::kEos;
             break;
         }

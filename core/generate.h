@@ -14,7 +14,9 @@
 
 namespace prepack {
 
-enum class FinishReason { kStop, kLength, kEos };
+// Why generation ended: a stop string, max tokens / end of context, the
+// model's EOS, a cancellation, or an error (the accompanying status says which).
+enum class FinishReason { kStop, kLength, kEos, kCancelled, kError };
 const char* FinishReasonName(FinishReason r);
 
 struct GenerateRequest {
@@ -24,6 +26,7 @@ struct GenerateRequest {
     SamplingParams           sampling;
     std::vector<std::string> stop;
     bool                     add_bos = true;
+    bool                     ignore_eos = false;   // keep going after the model's EOS
 };
 
 struct GenerateResult {

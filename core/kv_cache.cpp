@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "core/runtime.h"
+
 namespace prepack {
 
 absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(const ModelConfig& c,
@@ -42,6 +44,13 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(const ModelConf
     // Hand out low block ids first: they are the ones already paged in.
     for (int32_t b = p->num_blocks_ - 1; b >= 0; --b) p->free_.push_back(b);
     return p;
+}
+
+uint64_t AutoKvBudget(const ModelConfig& config, int64_t min_tokens) {
+    const uint64_t avail = AvailableMemoryBytes();
+    uint64_t budget = std::max<uint64_t>(256ull << 20, config.KvBytesPerToken() * static_cast<uint64_t>(min_tokens));
+    if (avail != 0) budget = std::min(budget, avail / 4);
+    return budget;
 }
 
 KvBlockPool::~KvBlockPool() {

@@ -65,6 +65,11 @@ private:
     std::vector<int32_t> refs_;
 };
 
+// A KV budget when the caller names none: room for `min_tokens` tokens and
+// at least 256 MiB, but never more than a quarter of the memory free now
+// (pages are only touched as blocks are used).
+uint64_t AutoKvBudget(const ModelConfig& config, int64_t min_tokens);
+
 // The blocks that hold one sequence's KV, in token order.
 class BlockTable {
 public:

@@ -117,23 +117,10 @@ TEST_F(StoriesTest, StopStringEndsGenerationBeforeIt) {
     EXPECT_EQ(r->finish_reason, FinishReason::kStop);
 }
 
-// Runs the CLI and returns its stdout (stderr too when merge_stderr).
-std::string RunCli(const std::string& args, int* exit_code, bool merge_stderr = false) {
-    const std::string cmd = std::string(PREPACK_CLI) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    const int status = pclose(p);
-    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return out;
-}
-
 TEST_F(StoriesTest, CliPrintsTheReferenceContinuation) {
     const auto& tc = reference_["cases"][0];
     int code = 0;
-    const std::string out = RunCli("generate --model " + testing::StoriesDir() +
+    const std::string out = testing::RunCli("generate --model " + testing::StoriesDir() +
                                        "/stories260K.gguf --prompt \"Once upon a time\" --max-tokens 48 --temperature 0",
                                    &code);
     EXPECT_EQ(code, 0);
@@ -143,7 +130,7 @@ TEST_F(StoriesTest, CliPrintsTheReferenceContinuation) {
 TEST_F(StoriesTest, CliJsonCarriesIdsAndTimings) {
     const auto& tc = reference_["cases"][1];
     int code = 0;
-    const std::string out = RunCli("generate --json --model " + testing::StoriesDir() +
+    const std::string out = testing::RunCli("generate --json --model " + testing::StoriesDir() +
                                        "/stories260K.gguf --prompt \"" + tc["prompt"].get<std::string>() +
                                        "\" --max-tokens 48 --temperature 0",
                                    &code);
@@ -159,19 +146,19 @@ TEST_F(StoriesTest, CliJsonCarriesIdsAndTimings) {
 
 TEST(CliErrors, BadInputGivesAClearMessage) {
     int code = 0;
-    std::string out = RunCli("generate --model /nonexistent/model.gguf --prompt hi", &code, true);
+    std::string out = testing::RunCli("generate --model /nonexistent/model.gguf --prompt hi", &code, true);
     EXPECT_NE(code, 0);
     EXPECT_NE(out.find("/nonexistent/model.gguf"), std::string::npos) << out;
-    out = RunCli("generate --model synthetic:nope --prompt hi", &code, true);
+    out = testing::RunCli("generate --model synthetic:nope --prompt hi", &code, true);
     EXPECT_NE(code, 0);
     EXPECT_NE(out.find("unknown synthetic model 'nope'"), std::string::npos) << out;
-    out = RunCli("generate --model synthetic:tiny --prompt \"\"", &code, true);
+    out = testing::RunCli("generate --model synthetic:tiny --prompt \"\"", &code, true);
     EXPECT_NE(code, 0);
     EXPECT_NE(out.find("prompt is empty"), std::string::npos) << out;
-    out = RunCli("generate --model synthetic:tiny --prompt hi --top-p 1.5", &code, true);
+    out = testing::RunCli("generate --model synthetic:tiny --prompt hi --top-p 1.5", &code, true);
     EXPECT_NE(code, 0);
     EXPECT_NE(out.find("top_p"), std::string::npos) << out;
-    out = RunCli("generate --model synthetic:tiny --prompt hi --temperature -1", &code, true);
+    out = testing::RunCli("generate --model synthetic:tiny --prompt hi --temperature -1", &code, true);
     EXPECT_NE(code, 0);
     EXPECT_NE(out.find("temperature"), std::string::npos) << out;
 }

@@ -1,7 +1,10 @@
 // Helpers shared by the engine tests.
 #pragma once
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -45,5 +48,21 @@ inline double MaxRelDiff(const float* a, const float* b, size_t n) {
     }
     return worst;
 }
+
+#ifdef PREPACK_CLI
+// Runs the `prepack` CLI with `args` (shell syntax) and returns its stdout,
+// with stderr merged when `merge_stderr`; *exit_code gets its exit status.
+inline std::string RunCli(const std::string& args, int* exit_code, bool merge_stderr = false) {
+    const std::string cmd = std::string(PREPACK_CLI) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int status = pclose(p);
+    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+}
+#endif
 
 }  // namespace prepack::testing

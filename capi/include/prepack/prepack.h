@@ -1,0 +1,387 @@
+/*
+** prepack.h: the C interface to the prepack inference engine.
+**
+** This header is the contract. Anything not declared here is not part of
+** the published interface and may change without notice. It is plain C11
+** (and compiles as C++); the library behind it is libprepack.so.<major>,
+** exporting only prepack_* symbols.
+**
+** OBJECTS
+**   prepack_engine   one model, its KV cache and a scheduler thread. Create
+**                    with prepack_engine_create(), free with
+**                    prepack_engine_destroy(). One engine serves any number
+**                    of threads; their requests are batched together.
+**   prepack_stream   one request's stream of events. Create with
+**                    prepack_generate_start(), read with
+**                    prepack_stream_next(), free with prepack_stream_destroy().
+**
+** ERRORS
+**   Every function that can fail returns a prepack_status. Its values are the
+**   google.rpc.Code numbers (the gRPC status codes). On failure,
+**   prepack_last_error() returns a message naming the problem; it is
+**   thread-local, so it describes the last failed call of the calling thread.
+**   No function aborts the process on bad input and no C++ exception ever
+**   crosses this interface: NULL or invalid arguments give
+**   PREPACK_INVALID_ARGUMENT. Unless stated otherwise, a failed call leaves
+**   its output arguments untouched and allocates nothing.
+**
+** EVOLUTION
+**   Option and request structs begin with `size_t struct_size`, which the
+**   *_init() functions set. Fields are only ever appended, so a program
+**   compiled against an older header (smaller struct_size) keeps working:
+**   fields it does not know take their defaults. Enum values are never
+**   renumbered.
+**
+** OWNERSHIP
+**   Whoever allocates frees. Strings and arrays passed in are borrowed for
+**   the duration of the call (requests are copied before a call returns).
+**   Memory the library hands out is freed with the matching function named
+**   at each declaration.
+**
+** EXAMPLE
+**   prepack_engine_options eo; prepack_engine_options_init(&eo);
+**   eo.model = "synthetic:tiny";
+**   prepack_engine *engine;
+**   if (prepack_engine_create(&eo, &engine) != PREPACK_OK) {
+**       fprintf(stderr, "%s\n", prepack_last_error()); return 1;
+**   }
+**   prepack_request rq; prepack_request_init(&rq);
+**   rq.prompt = "Once upon a time"; rq.max_tokens = 32;
+**   prepack_stream *s;
+**   prepack_generate_start(engine, &rq, &s);
+**   prepack_event ev; prepack_event_init(&ev);
+**   while (prepack_stream_next(s, -1, &ev) == PREPACK_OK && ev.kind == PREPACK_EVENT_TOKEN)
+**       fwrite(ev.text, 1, ev.text_len, stdout);
+**   prepack_stream_destroy(s);
+**   prepack_engine_destroy(engine);
+*/
+#ifndef PREPACK_PREPACK_H
+#define PREPACK_PREPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(SWIG)
+#  define PREPACK_API
+#elif defined(_WIN32)
+#  if defined(PREPACK_BUILDING_LIBRARY)
+#    define PREPACK_API __declspec(dllexport)
+#  else
+#    define PREPACK_API __declspec(dllimport)
+#  endif
+#else
+#  define PREPACK_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+** Versions
+*/
+#define PREPACK_VERSION_MAJOR 0
+#define PREPACK_VERSION_MINOR 1
+#define PREPACK_VERSION_PATCH 0
+#define PREPACK_VERSION_STRING "0.1.0"
+/* Bumped whenever a struct gains a field or a function is added. */
+#define PREPACK_ABI_VERSION 1
+
+/* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
+** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
+PREPACK_API const char *prepack_version(void);
+/* The library's PREPACK_ABI_VERSION. A library accepts callers compiled
+** against any ABI version up to its own. */
+PREPACK_API int prepack_abi_version(void);
+
+/* ------------------------------------------------------------------------
+** Status codes: the google.rpc.Code numbers.
+*/
+typedef enum prepack_status {
+    PREPACK_OK                  = 0,
+    PREPACK_CANCELLED           = 1,   /* the request was cancelled */
+    PREPACK_UNKNOWN             = 2,
+    PREPACK_INVALID_ARGUMENT    = 3,   /* a bad argument; the message names it */
+    PREPACK_DEADLINE_EXCEEDED   = 4,   /* a deadline or timeout passed */
+    PREPACK_NOT_FOUND           = 5,   /* a model file or name does not exist */
+    PREPACK_RESOURCE_EXHAUSTED  = 8,   /* out of memory or KV budget */
+    PREPACK_FAILED_PRECONDITION = 9,   /* the object is not in a state for this call */
+    PREPACK_OUT_OF_RANGE        = 11,  /* a caller buffer is too small; the size needed is reported */
+    PREPACK_UNIMPLEMENTED       = 12,  /* a feature this build does not have */
+    PREPACK_INTERNAL            = 13,  /* a bug: please report it with the message */
+    PREPACK_UNAVAILABLE         = 14,  /* the engine is shutting down */
+    PREPACK_DATA_LOSS           = 15   /* a model file is truncated */
+} prepack_status;
+
+/* A static name for a status, e.g. "INVALID_ARGUMENT"; never NULL. */
+PREPACK_API const char *prepack_status_str(prepack_status status);
+/* The message of the calling thread's last failed call ("" if none). The
+** pointer is valid until this thread's next prepack_* call. */
+PREPACK_API const char *prepack_last_error(void);
+
+/* ------------------------------------------------------------------------
+** Engine
+*/
+typedef struct prepack_engine prepack_engine;
+
+typedef enum prepack_device {
+    PREPACK_DEVICE_CPU  = 0,
+    PREPACK_DEVICE_CUDA = 1    /* UNIMPLEMENTED until the CUDA backend lands */
+} prepack_device;
+
+typedef enum prepack_policy {
+    PREPACK_POLICY_FCFS     = 0,   /* first come, first served; continuous batching */
+    PREPACK_POLICY_LRU      = 1,   /* + LRU prefix cache (UNIMPLEMENTED yet) */
+    PREPACK_POLICY_BATCHLLM = 2    /* global prefix sharing (UNIMPLEMENTED yet) */
+} prepack_policy;
+
+typedef struct prepack_engine_options {
+    size_t         struct_size;       /* set by prepack_engine_options_init() */
+    const char    *model;             /* GGUF path or "synthetic:NAME"; required */
+    prepack_device device;            /* default CPU */
+    int32_t        threads;           /* CPU threads; 0 (default) = all CPUs */
+    uint64_t       kv_budget_bytes;   /* 0 (default) = room for one full context, within a quarter of free memory */
+    int32_t        kv_block_size;     /* tokens per KV block; default 16 */
+    int32_t        max_batch_tokens;  /* tokens per forward step; default 1024 */
+    int32_t        max_running;       /* sequences decoding at once; default 64 */
+    prepack_policy policy;            /* default FCFS */
+} prepack_engine_options;
+
+/* Fills *options with defaults (and struct_size). NULL is ignored. */
+PREPACK_API void prepack_engine_options_init(prepack_engine_options *options);
+
+/* Loads the model and starts the engine. On success *engine owns it: free
+** with prepack_engine_destroy(). Returns INVALID_ARGUMENT (NULL arguments,
+** bad values), NOT_FOUND (no such file or synthetic name), DATA_LOSS
+** (truncated file), RESOURCE_EXHAUSTED (does not fit in memory),
+** UNIMPLEMENTED (device or policy not in this build). On failure *engine is
+** untouched. Thread-safe. */
+PREPACK_API prepack_status prepack_engine_create(const prepack_engine_options *options, prepack_engine **engine);
+
+/* Stops the engine: requests still running end with CANCELLED (their
+** streams stay readable until destroyed). Frees the engine. NULL is a no-op.
+** Call once, after every other call on this engine has returned. */
+PREPACK_API void prepack_engine_destroy(prepack_engine *engine);
+
+typedef struct prepack_model_desc {
+    size_t   struct_size;          /* set by the caller (prepack_model_desc_init) */
+    char     name[128];            /* NUL-terminated, truncated if longer */
+    char     architecture[32];
+    int32_t  vocab_size;
+    int32_t  context_length;
+    int32_t  dim;
+    int32_t  hidden_dim;
+    int32_t  n_layers;
+    int32_t  n_heads;
+    int32_t  n_kv_heads;
+    int32_t  bos_id;
+    int32_t  eos_id;
+    uint64_t parameters;
+} prepack_model_desc;
+
+PREPACK_API void prepack_model_desc_init(prepack_model_desc *desc);
+/* Describes the engine's model. Thread-safe. INVALID_ARGUMENT for NULLs. */
+PREPACK_API prepack_status prepack_model_info(const prepack_engine *engine, prepack_model_desc *desc);
+
+typedef struct prepack_stats {
+    size_t   struct_size;               /* set by the caller (prepack_stats_init) */
+    uint64_t requests_submitted;
+    uint64_t requests_finished;
+    uint64_t requests_running;
+    uint64_t requests_waiting;
+    uint64_t prompt_tokens;             /* submitted prompt tokens */
+    uint64_t prompt_tokens_computed;    /* prompt tokens that went through the model */
+    uint64_t generated_tokens;
+    uint64_t preemptions;               /* requests paused for KV memory and recomputed */
+    uint64_t kv_bytes_total;
+    uint64_t kv_bytes_used;
+    double   prefix_saving;             /* fraction of prompt tokens served from shared prefixes */
+    double   prompt_fraction_computed;  /* LazyLLM: fraction of prompt tokens computed */
+} prepack_stats;
+
+PREPACK_API void prepack_stats_init(prepack_stats *stats);
+/* A snapshot of the engine's counters. Thread-safe. */
+PREPACK_API prepack_status prepack_engine_stats(const prepack_engine *engine, prepack_stats *stats);
+
+/* ------------------------------------------------------------------------
+** Text
+*/
+
+/* Encodes `text_len` bytes of UTF-8 `text` (BOS first when add_bos != 0)
+** into `tokens`, which holds `capacity` ids. *n_tokens receives the number
+** of ids. When capacity is too small, returns OUT_OF_RANGE with *n_tokens
+** set to the number needed and `tokens` unspecified. `tokens` may be NULL
+** when capacity is 0. INVALID_ARGUMENT for invalid UTF-8. Thread-safe. */
+PREPACK_API prepack_status prepack_tokenize(const prepack_engine *engine, const char *text, size_t text_len,
+                                            int add_bos, int32_t *tokens, size_t capacity, size_t *n_tokens);
+
+/* Decodes `n_tokens` ids into `text` (capacity bytes) and NUL-terminates it;
+** *text_len receives the length without the NUL. When capacity is too
+** small, returns OUT_OF_RANGE with *text_len set to the length needed (add
+** one for the NUL). Ids outside the vocabulary give INVALID_ARGUMENT.
+** Thread-safe. */
+PREPACK_API prepack_status prepack_detokenize(const prepack_engine *engine, const int32_t *tokens, size_t n_tokens,
+                                              char *text, size_t capacity, size_t *text_len);
+
+/* ------------------------------------------------------------------------
+** Requests
+*/
+typedef struct prepack_request {
+    size_t             struct_size;         /* set by prepack_request_init() */
+    const char        *prompt;              /* UTF-8, NUL-terminated; used when prompt_tokens is NULL */
+    const int32_t     *prompt_tokens;       /* token ids taken as given (no BOS added) */
+    size_t             n_prompt_tokens;
+    int32_t            add_bos;             /* default 1: BOS before the prompt text */
+    int32_t            max_tokens;          /* default 128; >= 1 */
+    float              temperature;         /* default 1.0; 0 = greedy */
+    int32_t            top_k;               /* default 0 = off */
+    float              top_p;               /* default 1.0 = off */
+    float              min_p;               /* default 0.0 = off */
+    float              repetition_penalty;  /* default 1.0 = off */
+    uint64_t           seed;                /* default 0; same seed, same tokens */
+    const char *const *stop;                /* stop strings (NUL-terminated), n_stop of them */
+    size_t             n_stop;
+    int32_t            logprobs;            /* alternatives reported per token, 0..20; default 0 */
+    int32_t            ignore_eos;          /* default 0 */
+    int64_t            deadline_ms;         /* from submission; 0 (default) = none */
+    /* LazyLLM pruning (UNIMPLEMENTED until the LazyLLM issue lands). */
+    int32_t            lazy;                /* default 0 = off */
+    float              lazy_keep_ratio;     /* default 1.0 */
+} prepack_request;
+
+/* Fills *request with defaults (and struct_size). NULL is ignored. */
+PREPACK_API void prepack_request_init(prepack_request *request);
+
+/* ------------------------------------------------------------------------
+** Streaming, pull: start a request, then read its events.
+*/
+typedef struct prepack_stream prepack_stream;
+
+typedef enum prepack_event_kind {
+    PREPACK_EVENT_TOKEN = 0,   /* one generated token */
+    PREPACK_EVENT_END   = 1    /* the request ended; the last event of a stream */
+} prepack_event_kind;
+
+typedef enum prepack_finish_reason {
+    PREPACK_FINISH_NONE      = 0,   /* (token events) */
+    PREPACK_FINISH_STOP      = 1,   /* a stop string was generated (it is not in the text) */
+    PREPACK_FINISH_LENGTH    = 2,   /* max_tokens or the end of the context */
+    PREPACK_FINISH_EOS       = 3,   /* the model ended the text */
+    PREPACK_FINISH_CANCELLED = 4,   /* prepack_stream_cancel(), a callback, or engine shutdown */
+    PREPACK_FINISH_ERROR     = 5    /* see status and message (e.g. DEADLINE_EXCEEDED) */
+} prepack_finish_reason;
+
+typedef struct prepack_usage {
+    int32_t prompt_tokens;
+    int32_t completion_tokens;
+    double  queue_ms;       /* submitted -> first scheduled */
+    double  ttft_ms;        /* submitted -> first token */
+    double  total_ms;       /* submitted -> finished */
+} prepack_usage;
+
+typedef struct prepack_event {
+    size_t                struct_size;   /* set by prepack_event_init() */
+    prepack_event_kind    kind;
+    /* PREPACK_EVENT_TOKEN */
+    int32_t               token;
+    const char           *text;          /* this token's text: always whole UTF-8 (may be empty while a
+                                            stop string or a multi-byte character is pending) */
+    size_t                text_len;
+    float                 logprob;       /* log p(token) under the model */
+    const int32_t        *top_ids;       /* request.logprobs most likely ids, best first */
+    const float          *top_logprobs;
+    size_t                n_top;
+    /* PREPACK_EVENT_END */
+    prepack_finish_reason finish_reason;
+    prepack_status        status;        /* OK, CANCELLED, DEADLINE_EXCEEDED, ... */
+    const char           *message;       /* why, when status is not OK ("" otherwise) */
+    prepack_usage         usage;
+} prepack_event;
+
+PREPACK_API void prepack_event_init(prepack_event *event);
+
+/* Submits a request. On success *stream owns its event stream: free it with
+** prepack_stream_destroy(). INVALID_ARGUMENT (NULLs, empty prompt, bad
+** sampling values, ids outside the vocabulary, prompt at or past the
+** context), RESOURCE_EXHAUSTED (the prompt can never fit the KV budget),
+** UNIMPLEMENTED (lazy), UNAVAILABLE (engine shutting down). Thread-safe. */
+PREPACK_API prepack_status prepack_generate_start(prepack_engine *engine, const prepack_request *request,
+                                                  prepack_stream **stream);
+
+/* Waits up to timeout_ms (< 0: without limit) for the stream's next event
+** and stores it in *event. Pointers inside *event stay valid until the next
+** prepack_stream_next() or prepack_stream_destroy() on this stream.
+** Returns OK with an event; DEADLINE_EXCEEDED when the timeout passed
+** (no event, try again); OUT_OF_RANGE after the END event was delivered.
+** Call from one thread at a time per stream. */
+PREPACK_API prepack_status prepack_stream_next(prepack_stream *stream, int64_t timeout_ms, prepack_event *event);
+
+/* Asks the engine to stop the request; its END event (CANCELLED) follows
+** promptly and its KV memory is freed. Safe from any thread, at any time
+** before prepack_stream_destroy(), any number of times. */
+PREPACK_API prepack_status prepack_stream_cancel(prepack_stream *stream);
+
+/* Cancels the request if it is still running and frees the stream. NULL is
+** a no-op. */
+PREPACK_API void prepack_stream_destroy(prepack_stream *stream);
+
+/* ------------------------------------------------------------------------
+** Streaming, push: a callback per event.
+**
+** The callback runs on the calling thread for every event, the END event
+** included; returning non-zero from a TOKEN event cancels the request (the
+** END event with CANCELLED still follows). `event` and its pointers are
+** valid only during the callback.
+*/
+typedef int (*prepack_event_callback)(const prepack_event *event, void *user_data);
+
+/* Runs a request to its end, calling `callback` for each event. Returns the
+** submission error (as prepack_generate_start) or else the END event's
+** status: OK, CANCELLED (stopped by the callback or shutdown),
+** DEADLINE_EXCEEDED, ... */
+PREPACK_API prepack_status prepack_generate(prepack_engine *engine, const prepack_request *request,
+                                            prepack_event_callback callback, void *user_data);
+
+/* ------------------------------------------------------------------------
+** Offline batch
+*/
+typedef struct prepack_result {
+    int32_t              *tokens;        /* generated ids */
+    size_t                n_tokens;
+    char                 *text;          /* NUL-terminated generated text */
+    size_t                text_len;
+    prepack_finish_reason finish_reason;
+    prepack_status        status;        /* OK, or why this request failed */
+    char                 *message;       /* NUL-terminated; "" when OK */
+    prepack_usage         usage;
+} prepack_result;
+
+/* Called on the calling thread each time a request finishes. */
+typedef void (*prepack_progress_callback)(size_t done, size_t total, void *user_data);
+
+typedef struct prepack_batch_options {
+    size_t                    struct_size;   /* set by prepack_batch_options_init() */
+    prepack_progress_callback progress;      /* may be NULL */
+    void                     *user_data;
+} prepack_batch_options;
+
+PREPACK_API void prepack_batch_options_init(prepack_batch_options *options);
+
+/* Runs `n` requests (an array of pointers) as one offline batch and stores a
+** library-allocated array of n results, in request order, in *results: free
+** it with prepack_results_free(*results, n). A request that fails (bad
+** input, deadline) has its status in its result; the call still returns OK.
+** Returns INVALID_ARGUMENT for NULL arguments or n == 0, UNAVAILABLE when
+** the engine shuts down meanwhile. `options` may be NULL. Thread-safe. */
+PREPACK_API prepack_status prepack_generate_batch(prepack_engine *engine, const prepack_request *const *requests,
+                                                  size_t n, const prepack_batch_options *options,
+                                                  prepack_result **results);
+
+/* Frees what prepack_generate_batch() returned. NULL is a no-op. */
+PREPACK_API void prepack_results_free(prepack_result *results, size_t n);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif  /* PREPACK_PREPACK_H */

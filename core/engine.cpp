@@ -1,0 +1,396 @@
+#include "core/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/runtime.h"
+#include "core/stop_strings.h"
+
+namespace prepack {
+
+// ---------------------------------------------------------------------------
+// Stream: the per-request event queue shared by the engine thread (producer)
+// and one consumer thread.
+
+struct Stream::State {
+    std::mutex              mu;
+    std::condition_variable cv;
+    std::deque<Event>       events;
+    bool                    finish_queued = false;
+    bool                    finish_delivered = false;
+    std::atomic<bool>       cancel{false};
+
+    void Push(Event e) {
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            if (finish_queued) return;
+            finish_queued = e.kind == Event::Kind::kFinish;
+            events.push_back(std::move(e));
+        }
+        cv.notify_all();
+    }
+};
+
+Stream::~Stream() { Cancel(); }
+
+bool Stream::Next(Event* event, int64_t timeout_ms) {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    if (state_->finish_delivered) return false;
+    auto ready = [&] { return !state_->events.empty(); };
+    if (timeout_ms < 0) {
+        state_->cv.wait(lock, ready);
+    } else if (!state_->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
+        return false;
+    }
+    *event = std::move(state_->events.front());
+    state_->events.pop_front();
+    if (event->kind == Event::Kind::kFinish) state_->finish_delivered = true;
+    return true;
+}
+
+void Stream::Cancel() { state_->cancel.store(true, std::memory_order_relaxed); }
+
+bool Stream::finished() const {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->finish_delivered;
+}
+
+namespace {
+
+// The `n` most likely ids under log softmax(logits), best first.
+std::vector<std::pair<int32_t, float>> TopLogprobs(std::span<const float> logits, int32_t n) {
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    n = std::min<int32_t>(n, static_cast<int32_t>(ids.size()));
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    float max = logits[ids[0]];
+    double sum = 0.0;
+    for (float x : logits) sum += std::exp(double(x) - max);
+    const float log_z = max + static_cast<float>(std::log(sum));
+    std::vector<std::pair<int32_t, float>> out;
+    for (int32_t i = 0; i < n; ++i) out.emplace_back(ids[i], logits[ids[i]] - log_z);
+    return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Seq: the engine thread's view of one request.
+
+struct Engine::Seq {
+    std::shared_ptr<Stream::State> stream;
+    Request              request;
+    std::vector<int32_t> tokens;          // prompt, then generated ids
+    int32_t              n_prompt = 0;
+    int32_t              num_computed = 0;  // tokens whose K/V are in `kv`
+    int32_t              generated = 0;
+    BlockTable           kv;
+    Sampler              sampler;
+    StreamDecoder        detok;
+    StopMatcher          stops;
+    uint64_t             admit_order = 0;
+    bool                 in_plan = false;
+    bool                 done = false;      // its finish event is queued
+    int32_t              planned = 0;       // tokens fed in the current step
+    double               t_submit = 0.0, t_scheduled = -1.0, t_first_token = -1.0, deadline = 0.0;
+
+    Seq(Request r, const Tokenizer& tok)
+        : request(std::move(r)), sampler(request.sampling), detok(tok), stops(request.stop) {}
+    int32_t remaining() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
+};
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
+    if (options.max_batch_tokens < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("max_batch_tokens must be >= 1, got ", options.max_batch_tokens));
+    }
+    if (options.max_running < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("max_running must be >= 1, got ", options.max_running));
+    }
+    std::unique_ptr<Engine> e(new Engine());
+    e->options_ = options;
+    SetNumThreads(options.threads);
+    PP_ASSIGN_OR_RETURN(e->model_, Model::Load(options.model));
+    const ModelConfig& c = e->model_->config();
+    const uint64_t budget = options.kv_budget_bytes ? options.kv_budget_bytes : AutoKvBudget(c, c.max_context);
+    PP_ASSIGN_OR_RETURN(e->pool_, KvBlockPool::Create(c, options.kv_block_size, budget));
+    e->forward_ = std::make_unique<ForwardPass>(*e->model_, *e->pool_);
+    e->stats_.kv_bytes_total = static_cast<uint64_t>(e->pool_->num_blocks()) * e->pool_->bytes_per_block();
+    e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
+    return e;
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::unique_ptr<Stream>> Engine::Submit(Request request) {
+    const ModelConfig& c = model_->config();
+    PP_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
+    if (request.max_tokens < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("max_tokens must be >= 1, got ", request.max_tokens));
+    }
+    if (request.logprobs < 0 || request.logprobs > kMaxLogprobs) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("logprobs must be in [0, ", kMaxLogprobs, "], got ", request.logprobs));
+    }
+    if (request.deadline_ms < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("deadline_ms must be >= 0, got ", request.deadline_ms));
+    }
+    auto seq = std::make_shared<Seq>(std::move(request), model_->tokenizer());
+    Request& r = seq->request;
+    seq->tokens = r.prompt_tokens;
+    if (seq->tokens.empty()) {
+        if (r.prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
+        PP_ASSIGN_OR_RETURN(seq->tokens, model_->tokenizer().Encode(r.prompt, r.add_bos));
+    }
+    for (int32_t id : seq->tokens) {
+        if (id < 0 || id >= c.vocab_size) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("prompt token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
+        }
+    }
+    seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
+    if (seq->n_prompt >= c.max_context) {
+        return absl::InvalidArgumentError(absl::StrCat("prompt has ", seq->n_prompt,
+                                                       " tokens but the model's context is ", c.max_context,
+                                                       " tokens (room is needed for at least one generated token)"));
+    }
+    const int64_t blocks = (int64_t{seq->n_prompt} + 1 + pool_->block_size() - 1) / pool_->block_size();
+    if (blocks > pool_->num_blocks()) {
+        return absl::ResourceExhaustedError(absl::StrCat("prompt of ", seq->n_prompt,
+                                                         " tokens needs more KV memory than the engine's whole budget (",
+                                                         pool_->num_blocks() * int64_t{pool_->block_size()}, " tokens)"));
+    }
+    for (int32_t id : seq->tokens) seq->detok.Push(id);   // the prompt's text is the caller's already
+    seq->stream = std::make_shared<Stream::State>();
+    seq->t_submit = NowSeconds();
+    seq->deadline = r.deadline_ms > 0 ? seq->t_submit + r.deadline_ms / 1000.0 : 0.0;
+    std::unique_ptr<Stream> stream(new Stream(seq->stream));
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return absl::UnavailableError("engine is shutting down");
+        waiting_.push_back(seq);
+        ++stats_.requests_submitted;
+        stats_.prompt_tokens += seq->n_prompt;
+    }
+    wake_.notify_one();
+    return stream;
+}
+
+EngineStats Engine::Stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    EngineStats s = stats_;
+    s.requests_waiting = waiting_.size();
+    return s;
+}
+
+void Engine::Finish(Seq& seq, FinishReason reason, absl::Status status) {
+    seq.done = true;
+    seq.kv.Release();
+    Event e;
+    e.kind = Event::Kind::kFinish;
+    e.finish_reason = reason;
+    e.status = std::move(status);
+    const double now = NowSeconds();
+    e.usage.prompt_tokens = seq.n_prompt;
+    e.usage.completion_tokens = seq.generated;
+    e.usage.queue_seconds = seq.t_scheduled >= 0 ? seq.t_scheduled - seq.t_submit : now - seq.t_submit;
+    e.usage.time_to_first_token = seq.t_first_token >= 0 ? seq.t_first_token - seq.t_submit : 0.0;
+    e.usage.total_seconds = now - seq.t_submit;
+    seq.stream->Push(std::move(e));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.requests_finished;
+}
+
+void Engine::Preempt(std::vector<std::shared_ptr<Seq>>& running, Seq* victim) {
+    victim->kv.Release();
+    victim->num_computed = 0;
+    auto it = std::find_if(running.begin(), running.end(), [&](const auto& s) { return s.get() == victim; });
+    std::shared_ptr<Seq> keep = *it;
+    running.erase(it);
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_.push_front(std::move(keep));   // first in line when memory frees up
+    ++stats_.preemptions;
+}
+
+bool Engine::Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan, std::vector<Seq*>* in_plan) {
+    int32_t budget = options_.max_batch_tokens;
+    auto add = [&](Seq* s, int32_t k) {
+        s->in_plan = true;
+        s->planned = k;
+        if (s->t_scheduled < 0) s->t_scheduled = NowSeconds();
+        const bool last = s->num_computed + k == static_cast<int32_t>(s->tokens.size());
+        plan->Add(&s->kv, s->tokens.data() + s->num_computed, k, s->num_computed,
+                  last ? LogitsWanted::kLast : LogitsWanted::kNone);
+        in_plan->push_back(s);
+        budget -= k;
+    };
+    // Decode tokens first (latency), then prefill chunks, each oldest first.
+    std::vector<Seq*> order;
+    for (auto& s : running) order.push_back(s.get());
+    std::stable_sort(order.begin(), order.end(), [](Seq* a, Seq* b) {
+        return (a->remaining() == 1) > (b->remaining() == 1);
+    });
+    for (Seq* s : order) {
+        if (budget == 0) break;
+        if (std::none_of(running.begin(), running.end(), [&](const auto& r) { return r.get() == s; })) continue;
+        const int32_t k = std::min(s->remaining(), budget);
+        while (!s->kv.Reserve(*pool_, s->num_computed + k).ok()) {
+            // Out of blocks: preempt the newest request that is not in this step.
+            Seq* victim = nullptr;
+            for (auto& r : running) {
+                if (!r->in_plan && r.get() != s && (!victim || r->admit_order > victim->admit_order)) victim = r.get();
+            }
+            if (victim == nullptr) break;
+            Preempt(running, victim);
+        }
+        if (s->kv.capacity() < s->num_computed + k) continue;   // nothing left to free for it this step
+        add(s, k);
+    }
+    // Admit waiting requests while their prompts fit in memory.
+    while (budget > 0 && static_cast<int32_t>(running.size()) < options_.max_running) {
+        std::shared_ptr<Seq> s;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (waiting_.empty()) break;
+            const int64_t need = (static_cast<int64_t>(waiting_.front()->tokens.size()) + 1 + pool_->block_size() - 1) /
+                                 pool_->block_size();
+            if (need > pool_->num_free()) break;
+            s = waiting_.front();
+            waiting_.pop_front();
+        }
+        s->admit_order = ++admit_counter_;
+        const int32_t k = std::min(s->remaining(), budget);
+        if (!s->kv.Reserve(*pool_, s->num_computed + k).ok()) {   // cannot happen: checked above
+            std::lock_guard<std::mutex> lock(mu_);
+            waiting_.push_front(s);
+            break;
+        }
+        running.push_back(s);
+        add(s.get(), k);
+    }
+    return !plan->seqs.empty();
+}
+
+void Engine::AfterForward(const std::vector<Seq*>& in_plan, const StepOutput& out) {
+    const ModelConfig& c = model_->config();
+    const Tokenizer& tok = model_->tokenizer();
+    uint64_t prefill = 0, generated = 0;
+    for (size_t i = 0; i < in_plan.size(); ++i) {
+        Seq& s = *in_plan[i];
+        s.in_plan = false;
+        if (s.num_computed < s.n_prompt) prefill += std::min(s.planned, s.n_prompt - s.num_computed);
+        s.num_computed += s.planned;
+        if (out.first_row[i] < 0) continue;
+        const std::span<const float> logits(out.logits.data() + static_cast<size_t>(out.first_row[i]) * c.vocab_size,
+                                            c.vocab_size);
+        const int32_t t = s.sampler.Sample(logits, s.tokens);
+        s.tokens.push_back(t);
+        ++s.generated;
+        ++generated;
+        if (s.t_first_token < 0) s.t_first_token = NowSeconds();
+        Event e;
+        e.token = t;
+        e.logprob = LogSoftmaxAt(logits, t);
+        if (s.request.logprobs > 0) e.top_logprobs = TopLogprobs(logits, s.request.logprobs);
+        const bool eos = t == tok.eos_id() && !s.request.ignore_eos;
+        const bool length = s.generated >= s.request.max_tokens ||
+                            static_cast<int32_t>(s.tokens.size()) >= c.max_context;
+        if (!eos) e.text = s.stops.Push(s.detok.Push(t));
+        if (!eos && !s.stops.stopped() && length) {
+            e.text += s.stops.Push(s.detok.Flush());
+            e.text += s.stops.Flush();
+        }
+        const bool stopped = s.stops.stopped();
+        s.stream->Push(std::move(e));
+        if (eos) {
+            Finish(s, FinishReason::kEos, absl::OkStatus());
+        } else if (stopped) {
+            Finish(s, FinishReason::kStop, absl::OkStatus());
+        } else if (length) {
+            Finish(s, FinishReason::kLength, absl::OkStatus());
+        }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.prompt_tokens_computed += prefill;
+    stats_.generated_tokens += generated;
+    ++stats_.steps;
+}
+
+void Engine::Step(std::vector<std::shared_ptr<Seq>>& running) {
+    const double now = NowSeconds();
+    // Cancelled and expired requests leave first, freeing their blocks.
+    auto ended = [&](Seq& s) {
+        if (s.stream->cancel.load(std::memory_order_relaxed)) {
+            Finish(s, FinishReason::kCancelled, absl::CancelledError("request cancelled"));
+            return true;
+        }
+        if (s.deadline > 0 && now > s.deadline) {
+            Finish(s, FinishReason::kError, absl::DeadlineExceededError("request deadline exceeded"));
+            return true;
+        }
+        return false;
+    };
+    std::erase_if(running, [&](const auto& s) { return ended(*s); });
+    std::vector<std::shared_ptr<Seq>> dropped;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto it = waiting_.begin(); it != waiting_.end();) {
+            const bool cancel = (*it)->stream->cancel.load(std::memory_order_relaxed);
+            if (cancel || ((*it)->deadline > 0 && now > (*it)->deadline)) {
+                dropped.push_back(*it);
+                it = waiting_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& s : dropped) ended(*s);
+
+    StepPlan plan;
+    std::vector<Seq*> in_plan;
+    if (!Schedule(running, &plan, &in_plan)) return;
+    StepOutput out;
+    if (absl::Status st = forward_->Run(plan, &out); !st.ok()) {
+        // A failed step ends its requests with the error rather than looping on it.
+        for (Seq* s : in_plan) {
+            s->in_plan = false;
+            Finish(*s, FinishReason::kError, st);
+        }
+    } else {
+        AfterForward(in_plan, out);
+    }
+    std::erase_if(running, [](const auto& s) { return s->done; });
+}
+
+void Engine::Loop() {
+    std::vector<std::shared_ptr<Seq>> running;
+    while (true) {
+        {
+            std::unique_lock<std::mutex> lock(mu_);
+            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !running.empty(); });
+            if (stopping_) break;
+            stats_.requests_running = running.size();
+            stats_.kv_bytes_used = pool_->used_bytes();
+        }
+        Step(running);
+        std::lock_guard<std::mutex> lock(mu_);
+        stats_.requests_running = running.size();
+        stats_.kv_bytes_used = pool_->used_bytes();
+    }
+    std::deque<std::shared_ptr<Seq>> rest;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        rest.swap(waiting_);
+    }
+    for (auto& s : running) Finish(*s, FinishReason::kCancelled, absl::CancelledError("engine shut down"));
+    for (auto& s : rest) Finish(*s, FinishReason::kCancelled, absl::CancelledError("engine shut down"));
+}
+
+}  // namespace prepack

@@ -1,0 +1,115 @@
+// The engine: one model, one KV pool, one scheduler thread, and any number of
+// client threads submitting requests. Requests from all threads are batched
+// together: every step of the scheduler thread runs one forward pass over the
+// decode tokens of the running requests and prefill chunks of new ones
+// (continuous batching with chunked prefill, vLLM-style: each request's
+// computed-token count catches up with its token count).
+//
+// KV admission is by memory: a request starts when the blocks of its prompt
+// fit; when decode runs out of blocks, the most recently admitted request is
+// preempted (its blocks freed, recomputed later from its tokens), so the
+// engine never deadlocks and never corrupts another request's cache.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/forward.h"
+#include "core/request.h"
+
+namespace prepack {
+
+struct EngineOptions {
+    std::string model;                   // GGUF path or synthetic:NAME
+    int32_t     threads = 0;             // CPU threads (0 = all)
+    uint64_t    kv_budget_bytes = 0;     // 0 = a quarter of free memory, at most 4 GiB, at least one context
+    int32_t     kv_block_size = 16;
+    int32_t     max_batch_tokens = 1024; // tokens per forward step
+    int32_t     max_running = 64;        // sequences decoding at once
+};
+
+struct EngineStats {
+    uint64_t requests_submitted = 0;
+    uint64_t requests_finished = 0;      // any reason
+    uint64_t requests_running = 0;
+    uint64_t requests_waiting = 0;
+    uint64_t prompt_tokens = 0;          // of finished and running requests
+    uint64_t prompt_tokens_computed = 0; // prefill tokens that went through the model
+    uint64_t generated_tokens = 0;
+    uint64_t preemptions = 0;
+    uint64_t steps = 0;
+    uint64_t kv_bytes_total = 0;
+    uint64_t kv_bytes_used = 0;
+    double   prefix_saving = 0.0;        // fraction of prompt tokens not recomputed (prefix sharing)
+    double   prompt_fraction_computed = 1.0;   // LazyLLM: fraction of prompt tokens computed
+};
+
+class Engine;
+
+// One request's event stream. Thread-safe: Next() on one thread, Cancel()
+// from any thread. Destroying a stream cancels its request.
+class Stream {
+public:
+    ~Stream();
+    // Waits up to `timeout_ms` (< 0: forever) for the next event. Returns
+    // false on timeout. After the finish event every call returns false at once.
+    bool Next(Event* event, int64_t timeout_ms);
+    // Asks the engine to stop the request; its finish event (CANCELLED)
+    // follows promptly and its KV blocks are freed.
+    void Cancel();
+    bool finished() const;
+
+private:
+    friend class Engine;
+    struct State;
+    explicit Stream(std::shared_ptr<State> state) : state_(std::move(state)) {}
+    std::shared_ptr<State> state_;
+};
+
+class Engine {
+public:
+    // Loads the model and starts the scheduler thread.
+    static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
+    // Stops the scheduler; unfinished requests end with CANCELLED.
+    ~Engine();
+
+    // Validates and queues a request. INVALID_ARGUMENT (empty prompt, bad
+    // sampling, ids outside the vocabulary, prompt at or past the context),
+    // RESOURCE_EXHAUSTED (the prompt can never fit the KV budget),
+    // UNAVAILABLE (engine shutting down).
+    absl::StatusOr<std::unique_ptr<Stream>> Submit(Request request);
+
+    EngineStats Stats() const;
+    const Model& model() const { return *model_; }
+
+private:
+    struct Seq;
+    Engine() = default;
+    void Loop();
+    void Step(std::vector<std::shared_ptr<Seq>>& running);
+    bool Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan, std::vector<Seq*>* in_plan);
+    void Preempt(std::vector<std::shared_ptr<Seq>>& running, Seq* seq);
+    void Finish(Seq& seq, FinishReason reason, absl::Status status);
+    void AfterForward(const std::vector<Seq*>& in_plan, const StepOutput& out);
+
+    EngineOptions                options_;
+    std::unique_ptr<Model>       model_;
+    std::unique_ptr<KvBlockPool> pool_;
+    std::unique_ptr<ForwardPass> forward_;
+
+    mutable std::mutex                mu_;
+    std::condition_variable           wake_;
+    std::deque<std::shared_ptr<Seq>>  waiting_;   // guarded by mu_
+    bool                              stopping_ = false;
+    EngineStats                       stats_;     // guarded by mu_
+    uint64_t                          admit_counter_ = 0;   // scheduler thread only
+    std::thread                       thread_;
+};
+
+}  // namespace prepack

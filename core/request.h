@@ -1,0 +1,50 @@
+// What a caller asks the engine for, and what the engine streams back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/generate.h"
+#include "core/sampler.h"
+
+namespace prepack {
+
+struct Request {
+    std::string              prompt;          // used when prompt_tokens is empty
+    std::vector<int32_t>     prompt_tokens;   // ids, taken as given (no BOS added)
+    bool                     add_bos = true;
+    int32_t                  max_tokens = 128;
+    SamplingParams           sampling;
+    std::vector<std::string> stop;
+    bool                     ignore_eos = false;
+    int64_t                  deadline_ms = 0;   // wall-clock budget from submission; 0 = none
+    int32_t                  logprobs = 0;      // most likely alternatives to report per token (0..kMaxLogprobs)
+};
+
+constexpr int32_t kMaxLogprobs = 20;
+
+struct Usage {
+    int32_t prompt_tokens = 0;
+    int32_t completion_tokens = 0;
+    double  queue_seconds = 0.0;        // submitted -> first scheduled
+    double  time_to_first_token = 0.0;  // submitted -> first token
+    double  total_seconds = 0.0;        // submitted -> finished
+};
+
+struct Event {
+    enum class Kind { kToken, kFinish };
+    Kind kind = Kind::kToken;
+    // kToken
+    int32_t     token = -1;
+    std::string text;        // complete UTF-8; may be empty while a stop string or code point is pending
+    float       logprob = 0.0f;                        // log p(token) under the model
+    std::vector<std::pair<int32_t, float>> top_logprobs;   // Request::logprobs best (id, log p), best first
+    // kFinish
+    FinishReason finish_reason = FinishReason::kLength;
+    absl::Status status;     // OK, or why the request ended early (CANCELLED, DEADLINE_EXCEEDED, ...)
+    Usage        usage;
+};
+
+}  // namespace prepack

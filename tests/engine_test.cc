@@ -1,0 +1,223 @@
+// The engine: many client threads, one scheduler thread batching them all.
+// Every request must get exactly the tokens it gets alone, whatever else runs
+// beside it, whatever is preempted or cancelled, and KV must return to zero.
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/engine.h"
+#include "tests/test_util.h"
+
+namespace prepack {
+namespace {
+
+struct Collected {
+    std::vector<int32_t> tokens;
+    std::string          text;
+    Event                finish;
+};
+
+Collected Collect(Stream& s) {
+    Collected c;
+    Event e;
+    while (s.Next(&e, -1)) {
+        if (e.kind == Event::Kind::kToken) {
+            c.tokens.push_back(e.token);
+            c.text += e.text;
+            EXPECT_LE(e.logprob, 0.0f);
+        } else {
+            c.finish = e;
+        }
+    }
+    return c;
+}
+
+// The tokens Generate() gives for `r` on a private pool: the oracle.
+std::vector<int32_t> Alone(const Model& m, const Request& r) {
+    auto pool = KvBlockPool::Create(m.config(), 16, 64ull << 20);
+    EXPECT_TRUE(pool.ok());
+    ForwardPass fwd(m, **pool);
+    GenerateRequest g;
+    g.prompt = r.prompt;
+    g.prompt_tokens = r.prompt_tokens;
+    g.max_tokens = r.max_tokens;
+    g.sampling = r.sampling;
+    g.stop = r.stop;
+    g.ignore_eos = r.ignore_eos;
+    auto out = Generate(fwd, g);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out->tokens;
+}
+
+std::unique_ptr<Engine> MakeEngine(const std::string& model, uint64_t kv_budget = 0, int max_batch_tokens = 256) {
+    EngineOptions o;
+    o.model = model;
+    o.threads = 2;
+    o.kv_budget_bytes = kv_budget;
+    o.max_batch_tokens = max_batch_tokens;
+    auto e = Engine::Create(o);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return std::move(*e);
+}
+
+TEST(Engine, StoriesReferenceFromConcurrentThreads) {
+    PREPACK_REQUIRE_STORIES();
+    const auto ref = nlohmann::json::parse(testing::ReadFile(testing::StoriesDir() + "/reference.json"));
+    auto engine = MakeEngine(testing::StoriesDir() + "/stories260K.gguf");
+    std::vector<std::thread> threads;
+    std::vector<Collected> got(ref["cases"].size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        threads.emplace_back([&, i] {
+            Request r;
+            r.prompt = ref["cases"][i]["prompt"];
+            r.max_tokens = 48;
+            r.sampling.temperature = 0.0f;
+            auto s = engine->Submit(r);
+            ASSERT_TRUE(s.ok()) << s.status();
+            got[i] = Collect(**s);
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].tokens, ref["cases"][i]["greedy_ids"].get<std::vector<int32_t>>());
+        EXPECT_EQ(got[i].text, ref["cases"][i]["greedy_text"].get<std::string>());
+        EXPECT_EQ(got[i].finish.finish_reason, FinishReason::kLength);
+        EXPECT_TRUE(got[i].finish.status.ok());
+        EXPECT_EQ(got[i].finish.usage.completion_tokens, 48);
+    }
+}
+
+TEST(Engine, EightThreadsGetWhatTheyGetAlone) {
+    auto engine = MakeEngine("synthetic:tiny");
+    std::vector<Request> reqs;
+    for (int i = 0; i < 8; ++i) {
+        Request r;
+        r.prompt = std::string("prompt number ") + std::to_string(i) + std::string(size_t(i * 7), 'x');
+        r.max_tokens = 12 + 3 * i;
+        r.sampling.temperature = i % 2 ? 0.9f : 0.0f;
+        r.sampling.top_k = 20;
+        r.sampling.seed = 100 + i;
+        reqs.push_back(r);
+    }
+    std::vector<Collected> got(reqs.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        threads.emplace_back([&, i] {
+            auto s = engine->Submit(reqs[i]);
+            ASSERT_TRUE(s.ok()) << s.status();
+            got[i] = Collect(**s);
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].tokens, Alone(engine->model(), reqs[i])) << i;
+    const EngineStats st = engine->Stats();
+    EXPECT_EQ(st.requests_finished, 8u);
+    EXPECT_EQ(st.kv_bytes_used, 0u);
+}
+
+TEST(Engine, PreemptionUnderKvPressureKeepsResultsExact) {
+    // Room for ~160 tokens in all: eight requests of 30 + 40 tokens cannot
+    // all be resident, so some are preempted and recomputed.
+    const auto cfg = SyntheticConfig("tiny").value();
+    auto engine = MakeEngine("synthetic:tiny", cfg.KvBytesPerToken() * 160, 64);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 8; ++i) {
+        Request r;
+        for (int t = 0; t < 30; ++t) r.prompt_tokens.push_back(3 + (i * 31 + t * 7) % 500);
+        r.max_tokens = 40;
+        r.sampling.temperature = 0.7f;
+        r.sampling.seed = i;
+        r.ignore_eos = true;
+        reqs.push_back(r);
+    }
+    std::vector<std::unique_ptr<Stream>> streams;
+    for (const Request& r : reqs) streams.push_back(std::move(engine->Submit(r).value()));
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        const Collected c = Collect(*streams[i]);
+        EXPECT_EQ(c.tokens, Alone(engine->model(), reqs[i])) << i;
+    }
+    const EngineStats st = engine->Stats();
+    EXPECT_GT(st.preemptions, 0u);
+    EXPECT_EQ(st.kv_bytes_used, 0u);
+}
+
+TEST(Engine, CancelFromAnotherThreadEndsPromptlyAndFreesKv) {
+    auto engine = MakeEngine("synthetic:tiny");
+    Request r;
+    r.prompt = "a long story";
+    r.max_tokens = 1900;
+    r.ignore_eos = true;
+    auto s = engine->Submit(r);
+    ASSERT_TRUE(s.ok());
+    Event e;
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE((*s)->Next(&e, 10000));
+        ASSERT_EQ(e.kind, Event::Kind::kToken);
+    }
+    std::thread canceller([&] { (*s)->Cancel(); });
+    canceller.join();
+    int more = 0;
+    while ((*s)->Next(&e, 10000) && e.kind == Event::Kind::kToken) ++more;
+    EXPECT_EQ(e.kind, Event::Kind::kFinish);
+    EXPECT_EQ(e.finish_reason, FinishReason::kCancelled);
+    EXPECT_EQ(e.status.code(), absl::StatusCode::kCancelled);
+    EXPECT_LT(more, 50) << "cancellation should take effect within a step or two";
+    EXPECT_FALSE((*s)->Next(&e, 0)) << "nothing after the finish event";
+    // The scheduler publishes KV usage after each step.
+    for (int i = 0; i < 100 && engine->Stats().kv_bytes_used != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(engine->Stats().kv_bytes_used, 0u);
+}
+
+TEST(Engine, DeadlineEndsTheRequest) {
+    auto engine = MakeEngine("synthetic:tiny");
+    Request r;
+    r.prompt = "tick";
+    r.max_tokens = 1900;
+    r.ignore_eos = true;
+    r.deadline_ms = 30;
+    auto s = engine->Submit(r);
+    ASSERT_TRUE(s.ok());
+    const Collected c = Collect(**s);
+    EXPECT_EQ(c.finish.finish_reason, FinishReason::kError);
+    EXPECT_EQ(c.finish.status.code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_LT(c.tokens.size(), 1900u);
+}
+
+TEST(Engine, BadRequestsAreRejectedAtSubmit) {
+    auto engine = MakeEngine("synthetic:tiny", SyntheticConfig("tiny").value().KvBytesPerToken() * 64);
+    Request r;
+    EXPECT_EQ(engine->Submit(r).status().code(), absl::StatusCode::kInvalidArgument);   // empty prompt
+    r.prompt = "ok";
+    r.max_tokens = 0;
+    EXPECT_EQ(engine->Submit(r).status().code(), absl::StatusCode::kInvalidArgument);
+    r.max_tokens = 5;
+    r.sampling.top_p = 0.0f;
+    EXPECT_EQ(engine->Submit(r).status().code(), absl::StatusCode::kInvalidArgument);
+    r.sampling = SamplingParams{};
+    r.prompt_tokens = {1, 99999};
+    EXPECT_EQ(engine->Submit(r).status().code(), absl::StatusCode::kInvalidArgument);
+    r.prompt_tokens.assign(200, 5);   // more than the 64-token budget
+    auto s = engine->Submit(r);
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_NE(std::string(s.status().message()).find("KV"), std::string::npos);
+}
+
+TEST(Engine, ShutdownCancelsLiveStreams) {
+    auto engine = MakeEngine("synthetic:tiny");
+    Request r;
+    r.prompt = "forever";
+    r.max_tokens = 1900;
+    r.ignore_eos = true;
+    auto s = engine->Submit(r);
+    ASSERT_TRUE(s.ok());
+    Event e;
+    ASSERT_TRUE((*s)->Next(&e, 10000));
+    engine.reset();
+    const Collected c = Collect(**s);
+    EXPECT_EQ(c.finish.finish_reason, FinishReason::kCancelled);
+}
+
+}  // namespace
+}  // namespace prepack
