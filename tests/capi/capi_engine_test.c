@@ -1,0 +1,159 @@
+#define _POSIX_C_SOURCE 200809L   /* nanosleep under strict C11 */
+/* The C ABI on a synthetic model: batch results equal single runs, eight
+** threads streaming at once get exactly their solo tokens, cancellation from
+** another thread ends a stream promptly and frees its KV. */
+#include <pthread.h>
+#include <time.h>
+
+#include "check.h"
+
+#define N_REQ 8
+#define MAX_IDS 64
+
+static prepack_engine *g_engine;
+
+static void make_request(prepack_request *rq, int i, char *prompt_buf) {
+    prepack_request_init(rq);
+    snprintf(prompt_buf, 64, "request %d says %.*s", i, i * 3, "xyzxyzxyzxyzxyzxyzxyzxyzxyz");
+    rq->prompt = prompt_buf;
+    rq->max_tokens = 10 + 4 * i;
+    rq->temperature = (i % 2) ? 0.8f : 0.0f;
+    rq->top_k = 30;
+    rq->seed = (uint64_t)(1000 + i);
+    rq->ignore_eos = 1;
+}
+
+struct job {
+    int     index;
+    int32_t ids[MAX_IDS];
+    int     n;
+};
+
+static void *run_job(void *arg) {
+    struct job *j = (struct job *)arg;
+    char prompt[64];
+    prepack_request rq;
+    make_request(&rq, j->index, prompt);
+    j->n = pull_all(g_engine, &rq, j->ids, MAX_IDS, NULL);
+    return NULL;
+}
+
+static void *cancel_later(void *arg) {
+    const struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    prepack_stream_cancel((prepack_stream *)arg);
+    return NULL;
+}
+
+static size_t g_progress_calls, g_progress_last;
+static void on_progress(size_t done, size_t total, void *user) {
+    (void)user;
+    ++g_progress_calls;
+    g_progress_last = done;
+    if (done > total) ++g_failed;
+}
+
+static uint64_t kv_used(void) {
+    prepack_stats st;
+    prepack_stats_init(&st);
+    prepack_engine_stats(g_engine, &st);
+    return st.kv_bytes_used;
+}
+
+int main(void) {
+    prepack_engine_options eo;
+    prepack_engine_options_init(&eo);
+    eo.model = "synthetic:tiny";
+    eo.threads = 2;
+    eo.max_batch_tokens = 128;
+    CHECK_STATUS(prepack_engine_create(&eo, &g_engine), PREPACK_OK);
+    if (g_engine == NULL) return finish();
+    CHECK(strcmp(prepack_version(), PREPACK_VERSION_STRING) == 0);
+    CHECK(prepack_abi_version() == PREPACK_ABI_VERSION);
+
+    /* Solo runs, one at a time: the expectation for everything below. */
+    struct job solo[N_REQ];
+    for (int i = 0; i < N_REQ; ++i) {
+        solo[i].index = i;
+        run_job(&solo[i]);
+        CHECK(solo[i].n == 10 + 4 * i);
+    }
+
+    /* Eight threads at once. */
+    pthread_t threads[N_REQ];
+    struct job par[N_REQ];
+    for (int i = 0; i < N_REQ; ++i) {
+        par[i].index = i;
+        pthread_create(&threads[i], NULL, run_job, &par[i]);
+    }
+    for (int i = 0; i < N_REQ; ++i) {
+        pthread_join(threads[i], NULL);
+        CHECK(par[i].n == solo[i].n && memcmp(par[i].ids, solo[i].ids, sizeof(int32_t) * (size_t)solo[i].n) == 0);
+    }
+
+    /* The same requests as one offline batch. */
+    char prompts[N_REQ][64];
+    prepack_request reqs[N_REQ];
+    const prepack_request *ptrs[N_REQ];
+    for (int i = 0; i < N_REQ; ++i) {
+        make_request(&reqs[i], i, prompts[i]);
+        ptrs[i] = &reqs[i];
+    }
+    prepack_batch_options bo;
+    prepack_batch_options_init(&bo);
+    bo.progress = on_progress;
+    prepack_result *results = NULL;
+    CHECK_STATUS(prepack_generate_batch(g_engine, ptrs, N_REQ, &bo, &results), PREPACK_OK);
+    for (int i = 0; results != NULL && i < N_REQ; ++i) {
+        CHECK(results[i].status == PREPACK_OK && results[i].finish_reason == PREPACK_FINISH_LENGTH);
+        CHECK((int)results[i].n_tokens == solo[i].n &&
+              memcmp(results[i].tokens, solo[i].ids, sizeof(int32_t) * (size_t)solo[i].n) == 0);
+        CHECK(results[i].text != NULL && strlen(results[i].text) == results[i].text_len);
+    }
+    CHECK(g_progress_calls == N_REQ && g_progress_last == N_REQ);
+    prepack_results_free(results, N_REQ);
+
+    /* A bad request inside a batch fails alone. */
+    reqs[3].top_p = 2.0f;
+    CHECK_STATUS(prepack_generate_batch(g_engine, ptrs, N_REQ, NULL, &results), PREPACK_OK);
+    CHECK(results[3].status == PREPACK_INVALID_ARGUMENT && strstr(results[3].message, "top_p") != NULL);
+    CHECK(results[2].status == PREPACK_OK && (int)results[2].n_tokens == solo[2].n);
+    prepack_results_free(results, N_REQ);
+
+    /* Cancellation from another thread. */
+    prepack_request rq;
+    prepack_request_init(&rq);
+    rq.prompt = "a very long story";
+    rq.max_tokens = 1900;
+    rq.ignore_eos = 1;
+    prepack_stream *s = NULL;
+    CHECK_STATUS(prepack_generate_start(g_engine, &rq, &s), PREPACK_OK);
+    pthread_t canceller;
+    pthread_create(&canceller, NULL, cancel_later, s);
+    prepack_event ev;
+    prepack_event_init(&ev);
+    int tokens = 0;
+    prepack_status st;
+    while ((st = prepack_stream_next(s, 10000, &ev)) == PREPACK_OK && ev.kind == PREPACK_EVENT_TOKEN) ++tokens;
+    pthread_join(canceller, NULL);
+    CHECK(st == PREPACK_OK && ev.kind == PREPACK_EVENT_END);
+    CHECK(ev.finish_reason == PREPACK_FINISH_CANCELLED && ev.status == PREPACK_CANCELLED);
+    CHECK(tokens < 1900);
+    CHECK_STATUS(prepack_stream_next(s, 0, &ev), PREPACK_OUT_OF_RANGE);
+    prepack_stream_destroy(s);
+    for (int i = 0; i < 200 && kv_used() != 0; ++i) {
+        const struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(kv_used() == 0);
+
+    /* The push API stops when the callback asks. */
+    prepack_stats stats;
+    prepack_stats_init(&stats);
+    CHECK_STATUS(prepack_engine_stats(g_engine, &stats), PREPACK_OK);
+    CHECK(stats.requests_submitted == stats.requests_finished);
+    CHECK(stats.generated_tokens > 0 && stats.kv_bytes_total > 0);
+
+    prepack_engine_destroy(g_engine);
+    return finish();
+}
