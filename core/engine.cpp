@@ -3,10 +3,28 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/prefix_tree.h"
 #include "core/runtime.h"
 #include "core/stop_strings.h"
 
 namespace prepack {
+
+const char* SchedulePolicyName(SchedulePolicy p) {
+    switch (p) {
+        case SchedulePolicy::kFcfs: return "fcfs";
+        case SchedulePolicy::kLru: return "lru";
+        case SchedulePolicy::kBatchLlm: return "batchllm";
+    }
+    return "unknown";
+}
+
+absl::StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name) {
+    for (SchedulePolicy p : {SchedulePolicy::kFcfs, SchedulePolicy::kLru, SchedulePolicy::kBatchLlm}) {
+        if (name == SchedulePolicyName(p)) return p;
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown policy '", std::string(name), "' (use fcfs, lru or batchllm)"));
+}
 
 // ---------------------------------------------------------------------------
 // Stream: the per-request event queue shared by the engine thread (producer)
@@ -90,6 +108,11 @@ struct Engine::Seq {
     StreamDecoder        detok;
     StopMatcher          stops;
     uint64_t             admit_order = 0;
+    // BatchLLM groups: a prefix seq (no stream) computes a group's shared
+    // prefix once; members wait for it, then share its blocks.
+    bool                 is_prefix = false;
+    int32_t              members_waiting = 0;   // prefix seq: members not yet admitted
+    std::shared_ptr<Seq> prefix;                // member: its group's prefix seq
     bool                 in_plan = false;
     bool                 done = false;      // its finish event is queued
     int32_t              planned = 0;       // tokens fed in the current step
@@ -115,6 +138,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     const uint64_t budget = options.kv_budget_bytes ? options.kv_budget_bytes : AutoKvBudget(c, c.max_context);
     PP_ASSIGN_OR_RETURN(e->pool_, KvBlockPool::Create(c, options.kv_block_size, budget));
     e->forward_ = std::make_unique<ForwardPass>(*e->model_, *e->pool_);
+    if (options.policy == SchedulePolicy::kLru) e->cache_ = std::make_unique<PrefixCache>(*e->pool_);
     e->stats_.kv_bytes_total = static_cast<uint64_t>(e->pool_->num_blocks()) * e->pool_->bytes_per_block();
     e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
     return e;
@@ -129,7 +153,7 @@ Engine::~Engine() {
     if (thread_.joinable()) thread_.join();
 }
 
-absl::StatusOr<std::unique_ptr<Stream>> Engine::Submit(Request request) {
+absl::StatusOr<std::shared_ptr<Engine::Seq>> Engine::MakeSeq(Request request) const {
     const ModelConfig& c = model_->config();
     PP_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
     if (request.max_tokens < 1) {
@@ -171,22 +195,93 @@ absl::StatusOr<std::unique_ptr<Stream>> Engine::Submit(Request request) {
     seq->stream = std::make_shared<Stream::State>();
     seq->t_submit = NowSeconds();
     seq->deadline = r.deadline_ms > 0 ? seq->t_submit + r.deadline_ms / 1000.0 : 0.0;
-    std::unique_ptr<Stream> stream(new Stream(seq->stream));
+    return seq;
+}
+
+absl::Status Engine::Enqueue(std::vector<std::shared_ptr<Seq>> seqs) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopping_) return absl::UnavailableError("engine is shutting down");
-        waiting_.push_back(seq);
-        ++stats_.requests_submitted;
-        stats_.prompt_tokens += seq->n_prompt;
+        for (auto& s : seqs) {
+            if (!s->is_prefix) {
+                ++stats_.requests_submitted;
+                stats_.prompt_tokens += s->n_prompt;
+            }
+            waiting_.push_back(std::move(s));
+        }
     }
     wake_.notify_one();
+    return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Stream>> Engine::Submit(Request request) {
+    PP_ASSIGN_OR_RETURN(std::shared_ptr<Seq> seq, MakeSeq(std::move(request)));
+    std::unique_ptr<Stream> stream(new Stream(seq->stream));
+    PP_RETURN_IF_ERROR(Enqueue({seq}));
     return stream;
+}
+
+std::vector<absl::StatusOr<std::unique_ptr<Stream>>> Engine::SubmitBatch(std::vector<Request> requests) {
+    std::vector<absl::StatusOr<std::unique_ptr<Stream>>> out;
+    std::vector<std::shared_ptr<Seq>> valid;
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<int32_t> max_tokens;
+    for (Request& r : requests) {
+        absl::StatusOr<std::shared_ptr<Seq>> seq = MakeSeq(std::move(r));
+        if (!seq.ok()) {
+            out.push_back(seq.status());
+            continue;
+        }
+        out.push_back(std::unique_ptr<Stream>(new Stream((*seq)->stream)));
+        prompts.push_back((*seq)->tokens);
+        max_tokens.push_back((*seq)->request.max_tokens);
+        valid.push_back(std::move(*seq));
+    }
+    std::vector<std::shared_ptr<Seq>> order;
+    if (options_.policy != SchedulePolicy::kBatchLlm) {
+        order = valid;
+    } else {
+        Grouping grouping = GroupByPrefix(prompts);
+        OrderByDecodeRatio(grouping, prompts, max_tokens);
+        for (const PrefixGroup& g : grouping.groups) {
+            std::shared_ptr<Seq> prefix;
+            if (g.prefix_len > 0 && g.members.size() > 1) {
+                // An internal sequence with no stream of its own computes the prefix once.
+                const Seq& first = *valid[g.members[0]];
+                Request pr;
+                pr.prompt_tokens.assign(first.tokens.begin(), first.tokens.begin() + g.prefix_len);
+                prefix = std::make_shared<Seq>(pr, model_->tokenizer());
+                prefix->tokens = pr.prompt_tokens;
+                prefix->n_prompt = g.prefix_len;
+                prefix->is_prefix = true;
+                prefix->members_waiting = static_cast<int32_t>(g.members.size());
+                prefix->stream = std::make_shared<Stream::State>();
+                prefix->t_submit = NowSeconds();
+                order.push_back(prefix);
+            }
+            for (int32_t m : g.members) {
+                valid[m]->prefix = prefix;
+                order.push_back(valid[m]);
+            }
+        }
+    }
+    if (absl::Status st = Enqueue(std::move(order)); !st.ok()) {
+        for (auto& o : out) {
+            if (o.ok()) o = st;
+        }
+    }
+    return out;
 }
 
 EngineStats Engine::Stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     EngineStats s = stats_;
     s.requests_waiting = waiting_.size();
+    // Prompt tokens not recomputed thanks to shared prefixes (exact once
+    // every submitted request has been prefilled, e.g. after a batch).
+    if (s.prompt_tokens > 0 && s.prompt_tokens_computed <= s.prompt_tokens) {
+        s.prefix_saving = 1.0 - double(s.prompt_tokens_computed) / double(s.prompt_tokens);
+    }
     return s;
 }
 
@@ -205,7 +300,7 @@ void Engine::Finish(Seq& seq, FinishReason reason, absl::Status status) {
     e.usage.total_seconds = now - seq.t_submit;
     seq.stream->Push(std::move(e));
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.requests_finished;
+    if (!seq.is_prefix) ++stats_.requests_finished;
 }
 
 void Engine::Preempt(std::vector<std::shared_ptr<Seq>>& running, Seq* victim) {
@@ -219,13 +314,67 @@ void Engine::Preempt(std::vector<std::shared_ptr<Seq>>& running, Seq* victim) {
     ++stats_.preemptions;
 }
 
+void Engine::LeaveGroup(Seq& member) {
+    Seq& p = *member.prefix;
+    if (--p.members_waiting == 0) {
+        if (p.done) {
+            p.kv.Release();
+        } else {
+            p.stream->cancel.store(true, std::memory_order_relaxed);   // still computing: stop it
+        }
+    }
+    member.prefix.reset();
+}
+
+bool Engine::ReserveOrFree(std::vector<std::shared_ptr<Seq>>& running, Seq* s, int32_t n_tokens) {
+    while (!s->kv.Reserve(*pool_, n_tokens).ok()) {
+        // Out of blocks: first give back cached prefixes nobody uses, then
+        // preempt the newest request that is not in this step.
+        if (cache_ && cache_->Evict(1) > 0) continue;
+        Seq* victim = nullptr;
+        for (auto& r : running) {
+            if (!r->in_plan && r.get() != s && (!victim || r->admit_order > victim->admit_order)) victim = r.get();
+        }
+        if (victim == nullptr) return false;
+        Preempt(running, victim);
+    }
+    return true;
+}
+
+bool Engine::Admit(const std::shared_ptr<Seq>& s) {
+    // Reuse what is already computed: a BatchLLM group's prefix, or cached blocks.
+    if (s->prefix && s->num_computed == 0) {
+        Seq& p = *s->prefix;
+        s->kv.Share(*pool_, p.kv.blocks(), p.n_prompt);
+        s->num_computed = p.n_prompt;
+    } else if (cache_ && s->num_computed == 0) {
+        const std::vector<int32_t> blocks = cache_->Lookup(s->tokens, s->n_prompt);
+        if (!blocks.empty()) {
+            const int32_t n = static_cast<int32_t>(blocks.size()) * pool_->block_size();
+            s->kv.Share(*pool_, blocks, n);
+            s->num_computed = n;
+        }
+    }
+    // Memory-centric admission: the rest of its prompt and its first token must fit.
+    const int32_t bs = pool_->block_size();
+    const int64_t need = (static_cast<int64_t>(s->tokens.size()) + 1 + bs - 1) / bs -
+                         static_cast<int64_t>(s->kv.blocks().size()) + 1 /* copy on write */;
+    if (need > pool_->num_free() && cache_) cache_->Evict(static_cast<int32_t>(need - pool_->num_free()));
+    if (need > pool_->num_free()) {
+        s->kv.Release();   // give the shared blocks back; it retries in a later step
+        s->num_computed = 0;
+        return false;
+    }
+    return true;
+}
+
 bool Engine::Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan, std::vector<Seq*>* in_plan) {
     int32_t budget = options_.max_batch_tokens;
     auto add = [&](Seq* s, int32_t k) {
         s->in_plan = true;
         s->planned = k;
         if (s->t_scheduled < 0) s->t_scheduled = NowSeconds();
-        const bool last = s->num_computed + k == static_cast<int32_t>(s->tokens.size());
+        const bool last = s->num_computed + k == static_cast<int32_t>(s->tokens.size()) && !s->is_prefix;
         plan->Add(&s->kv, s->tokens.data() + s->num_computed, k, s->num_computed,
                   last ? LogitsWanted::kLast : LogitsWanted::kNone);
         in_plan->push_back(s);
@@ -241,39 +390,34 @@ bool Engine::Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan
         if (budget == 0) break;
         if (std::none_of(running.begin(), running.end(), [&](const auto& r) { return r.get() == s; })) continue;
         const int32_t k = std::min(s->remaining(), budget);
-        while (!s->kv.Reserve(*pool_, s->num_computed + k).ok()) {
-            // Out of blocks: preempt the newest request that is not in this step.
-            Seq* victim = nullptr;
-            for (auto& r : running) {
-                if (!r->in_plan && r.get() != s && (!victim || r->admit_order > victim->admit_order)) victim = r.get();
-            }
-            if (victim == nullptr) break;
-            Preempt(running, victim);
-        }
-        if (s->kv.capacity() < s->num_computed + k) continue;   // nothing left to free for it this step
+        if (k <= 0 || !ReserveOrFree(running, s, s->num_computed + k)) continue;
         add(s, k);
     }
-    // Admit waiting requests while their prompts fit in memory.
-    while (budget > 0 && static_cast<int32_t>(running.size()) < options_.max_running) {
-        std::shared_ptr<Seq> s;
+    // Admit waiting requests in queue order while their prompts fit in
+    // memory. A group member waits for its prefix to be computed; others
+    // behind it may go first.
+    std::vector<std::shared_ptr<Seq>> snapshot;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        snapshot.assign(waiting_.begin(), waiting_.end());
+    }
+    for (const std::shared_ptr<Seq>& s : snapshot) {
+        if (budget <= 0 || static_cast<int32_t>(running.size()) >= options_.max_running) break;
+        if (s->prefix && s->prefix->num_computed < s->prefix->n_prompt) continue;
+        if (!Admit(s)) break;
         {
             std::lock_guard<std::mutex> lock(mu_);
-            if (waiting_.empty()) break;
-            const int64_t need = (static_cast<int64_t>(waiting_.front()->tokens.size()) + 1 + pool_->block_size() - 1) /
-                                 pool_->block_size();
-            if (need > pool_->num_free()) break;
-            s = waiting_.front();
-            waiting_.pop_front();
+            auto it = std::find(waiting_.begin(), waiting_.end(), s);
+            if (it == waiting_.end()) continue;   // cancelled meanwhile
+            waiting_.erase(it);
         }
+        // Once every member holds its own references, the prefix seq lets go:
+        // the blocks live exactly as long as the group's last member.
+        if (s->prefix) LeaveGroup(*s);
         s->admit_order = ++admit_counter_;
-        const int32_t k = std::min(s->remaining(), budget);
-        if (!s->kv.Reserve(*pool_, s->num_computed + k).ok()) {   // cannot happen: checked above
-            std::lock_guard<std::mutex> lock(mu_);
-            waiting_.push_front(s);
-            break;
-        }
         running.push_back(s);
-        add(s.get(), k);
+        const int32_t k = std::min(s->remaining(), budget);
+        if (k > 0 && ReserveOrFree(running, s.get(), s->num_computed + k)) add(s.get(), k);
     }
     return !plan->seqs.empty();
 }
@@ -287,6 +431,13 @@ void Engine::AfterForward(const std::vector<Seq*>& in_plan, const StepOutput& ou
         s.in_plan = false;
         if (s.num_computed < s.n_prompt) prefill += std::min(s.planned, s.n_prompt - s.num_computed);
         s.num_computed += s.planned;
+        if (cache_) cache_->Insert(s.tokens, s.kv, std::min(s.num_computed, s.n_prompt));
+        if (s.is_prefix) {
+            // A computed group prefix leaves the running set but keeps its
+            // blocks (pinned) until its members have taken them.
+            if (s.num_computed == s.n_prompt) s.done = true;
+            continue;
+        }
         if (out.first_row[i] < 0) continue;
         const std::span<const float> logits(out.logits.data() + static_cast<size_t>(out.first_row[i]) * c.vocab_size,
                                             c.vocab_size);
@@ -351,7 +502,11 @@ void Engine::Step(std::vector<std::shared_ptr<Seq>>& running) {
             }
         }
     }
-    for (auto& s : dropped) ended(*s);
+    for (auto& s : dropped) {
+        ended(*s);
+        // A member that leaves before sharing its group's prefix no longer pins it.
+        if (s->prefix) LeaveGroup(*s);
+    }
 
     StepPlan plan;
     std::vector<Seq*> in_plan;
@@ -369,6 +524,13 @@ void Engine::Step(std::vector<std::shared_ptr<Seq>>& running) {
     std::erase_if(running, [](const auto& s) { return s->done; });
 }
 
+void Engine::PublishKvStats(size_t running) {
+    const uint64_t cached = cache_ ? static_cast<uint64_t>(cache_->IdleBlocks()) * pool_->bytes_per_block() : 0;
+    stats_.requests_running = running;
+    stats_.kv_bytes_cached = cached;
+    stats_.kv_bytes_used = pool_->used_bytes() - cached;
+}
+
 void Engine::Loop() {
     std::vector<std::shared_ptr<Seq>> running;
     while (true) {
@@ -376,13 +538,11 @@ void Engine::Loop() {
             std::unique_lock<std::mutex> lock(mu_);
             wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !running.empty(); });
             if (stopping_) break;
-            stats_.requests_running = running.size();
-            stats_.kv_bytes_used = pool_->used_bytes();
+            PublishKvStats(running.size());
         }
         Step(running);
         std::lock_guard<std::mutex> lock(mu_);
-        stats_.requests_running = running.size();
-        stats_.kv_bytes_used = pool_->used_bytes();
+        PublishKvStats(running.size());
     }
     std::deque<std::shared_ptr<Seq>> rest;
     {

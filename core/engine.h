@@ -21,9 +21,19 @@
 #include <vector>
 
 #include "core/forward.h"
+#include "core/prefix_cache.h"
 #include "core/request.h"
 
 namespace prepack {
+
+// How the engine shares prompt prefixes between requests.
+enum class SchedulePolicy {
+    kFcfs,       // first come, first served; nothing shared (baseline)
+    kLru,        // + a vLLM-style block-hash prefix cache with LRU eviction
+    kBatchLlm,   // offline batches: global prefix tree, groups scheduled together (BatchLLM)
+};
+const char* SchedulePolicyName(SchedulePolicy p);
+absl::StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name);
 
 struct EngineOptions {
     std::string model;                   // GGUF path or synthetic:NAME
@@ -32,6 +42,7 @@ struct EngineOptions {
     int32_t     kv_block_size = 16;
     int32_t     max_batch_tokens = 1024; // tokens per forward step
     int32_t     max_running = 64;        // sequences decoding at once
+    SchedulePolicy policy = SchedulePolicy::kFcfs;
 };
 
 struct EngineStats {
@@ -45,7 +56,8 @@ struct EngineStats {
     uint64_t preemptions = 0;
     uint64_t steps = 0;
     uint64_t kv_bytes_total = 0;
-    uint64_t kv_bytes_used = 0;
+    uint64_t kv_bytes_used = 0;          // held by requests (and group prefixes)
+    uint64_t kv_bytes_cached = 0;        // held only by the LRU prefix cache (evictable)
     double   prefix_saving = 0.0;        // fraction of prompt tokens not recomputed (prefix sharing)
     double   prompt_fraction_computed = 1.0;   // LazyLLM: fraction of prompt tokens computed
 };
@@ -85,23 +97,39 @@ public:
     // UNAVAILABLE (engine shutting down).
     absl::StatusOr<std::unique_ptr<Stream>> Submit(Request request);
 
+    // Submits an offline batch. Each element is that request's stream or its
+    // own submission error (one bad request does not fail the others). Under
+    // the BatchLLM policy the batch is grouped by shared prefix first (a
+    // prefix tree over all prompts): each group's prefix is computed once,
+    // pinned while members still wait, shared by reference, and groups start
+    // in order of decode/prompt ratio, highest first. Under LRU they share
+    // through the prefix cache; under FCFS nothing is shared.
+    std::vector<absl::StatusOr<std::unique_ptr<Stream>>> SubmitBatch(std::vector<Request> requests);
+
     EngineStats Stats() const;
     const Model& model() const { return *model_; }
 
 private:
     struct Seq;
     Engine() = default;
+    absl::StatusOr<std::shared_ptr<Seq>> MakeSeq(Request request) const;
+    absl::Status Enqueue(std::vector<std::shared_ptr<Seq>> seqs);
+    bool Admit(const std::shared_ptr<Seq>& s);
+    void LeaveGroup(Seq& member);
+    bool ReserveOrFree(std::vector<std::shared_ptr<Seq>>& running, Seq* s, int32_t n_tokens);
     void Loop();
     void Step(std::vector<std::shared_ptr<Seq>>& running);
     bool Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan, std::vector<Seq*>* in_plan);
     void Preempt(std::vector<std::shared_ptr<Seq>>& running, Seq* seq);
     void Finish(Seq& seq, FinishReason reason, absl::Status status);
     void AfterForward(const std::vector<Seq*>& in_plan, const StepOutput& out);
+    void PublishKvStats(size_t running);   // called with mu_ held
 
     EngineOptions                options_;
     std::unique_ptr<Model>       model_;
     std::unique_ptr<KvBlockPool> pool_;
     std::unique_ptr<ForwardPass> forward_;
+    std::unique_ptr<PrefixCache> cache_;       // LRU policy only; scheduler thread only
 
     mutable std::mutex                mu_;
     std::condition_variable           wake_;

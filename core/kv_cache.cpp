@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
 #include "core/runtime.h"
 
@@ -86,6 +87,13 @@ int32_t KvBlockPool::RefCount(int32_t block) const {
     return refs_[block];
 }
 
+void KvBlockPool::CopyBlock(int32_t src, int32_t dst) {
+    for (int32_t l = 0; l < n_layers_; ++l) {
+        std::memcpy(K(l, dst), K(l, src), block_elems_ * sizeof(float));
+        std::memcpy(V(l, dst), V(l, src), block_elems_ * sizeof(float));
+    }
+}
+
 int32_t KvBlockPool::num_free() const {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int32_t>(free_.size());
@@ -119,9 +127,14 @@ absl::Status BlockTable::Reserve(KvBlockPool& pool, int32_t n_tokens) {
         return absl::InternalError("block table already belongs to another KV pool");
     }
     pool_ = &pool;
-    const int32_t need = (n_tokens + pool.block_size() - 1) / pool.block_size();
+    const int32_t bs = pool.block_size();
+    const int32_t need = (n_tokens + bs - 1) / bs;
+    // The block that receives the next token is shared: it needs a private copy.
+    const size_t write_block = static_cast<size_t>(num_tokens_ / bs);
+    const bool cow = n_tokens > num_tokens_ && num_tokens_ % bs != 0 && write_block < blocks_.size() &&
+                     pool.RefCount(blocks_[write_block]) > 1;
     std::vector<int32_t> added;
-    while (static_cast<int32_t>(blocks_.size() + added.size()) < need) {
+    while (static_cast<int32_t>(blocks_.size() + added.size()) < need + (cow ? 1 : 0)) {
         absl::StatusOr<int32_t> b = pool.Allocate();
         if (!b.ok()) {
             for (int32_t x : added) pool.Release(x);
@@ -129,8 +142,26 @@ absl::Status BlockTable::Reserve(KvBlockPool& pool, int32_t n_tokens) {
         }
         added.push_back(*b);
     }
+    if (cow) {
+        const int32_t copy = added.back();
+        added.pop_back();
+        pool.CopyBlock(blocks_[write_block], copy);
+        pool.Release(blocks_[write_block]);
+        blocks_[write_block] = copy;
+    }
     blocks_.insert(blocks_.end(), added.begin(), added.end());
     return absl::OkStatus();
+}
+
+void BlockTable::Share(KvBlockPool& pool, const std::vector<int32_t>& blocks, int32_t n_tokens) {
+    Release();
+    pool_ = &pool;
+    const size_t n = (static_cast<size_t>(n_tokens) + pool.block_size() - 1) / pool.block_size();
+    for (size_t i = 0; i < n && i < blocks.size(); ++i) {
+        pool.AddRef(blocks[i]);
+        blocks_.push_back(blocks[i]);
+    }
+    num_tokens_ = n_tokens;
 }
 
 void BlockTable::Trim(int32_t n_tokens) {

@@ -33,6 +33,8 @@ public:
     void AddRef(int32_t block);
     void Release(int32_t block);   // frees the block when its count reaches 0
     int32_t RefCount(int32_t block) const;
+    // Copies every layer's K and V of block `src` into block `dst`.
+    void CopyBlock(int32_t src, int32_t dst);
 
     int32_t  block_size() const { return block_size_; }
     int32_t  num_blocks() const { return num_blocks_; }
@@ -81,8 +83,14 @@ public:
     BlockTable& operator=(const BlockTable&) = delete;
 
     // Makes room for `n_tokens` tokens in total, allocating blocks from
-    // `pool`. On RESOURCE_EXHAUSTED nothing was allocated.
+    // `pool`. The block the next token lands in is made private first when
+    // it is shared (copy on write), so writes never touch another sequence's
+    // cache. On RESOURCE_EXHAUSTED nothing was allocated or copied.
     absl::Status Reserve(KvBlockPool& pool, int32_t n_tokens);
+    // Starts this (empty) table as a sharer of the first `n_tokens` tokens of
+    // `blocks` (a prefix computed by another sequence): takes a reference to
+    // each block that holds them; num_tokens() becomes n_tokens.
+    void Share(KvBlockPool& pool, const std::vector<int32_t>& blocks, int32_t n_tokens);
     // Keeps only the blocks that `n_tokens` tokens need and releases the
     // rest (after a padded prefill wrote pad K/V past the real tokens).
     void Trim(int32_t n_tokens);

@@ -12,6 +12,12 @@ $SUDO apt-get install -y --no-install-recommends \
   libabsl-dev \
   libdnnl-dev \
   libcli11-dev nlohmann-json3-dev \
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev \
+  golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev \
+  protoc-gen-go protoc-gen-go-grpc \
+  swig default-jdk-headless junit4 junit5 \
+  mono-mcs mono-runtime nunit-console libnunit-cil-dev \
   python3
+# Never add golang-goprotobuf-dev: it conflicts with protoc-gen-go.
 # CUDA is not a Debian package. When /usr/local/cuda (nvcc) exists the build
 # compiles the CUDA backend too; otherwise it is skipped automatically.

@@ -51,8 +51,18 @@ std::vector<int32_t> Alone(const Model& m, const Request& r) {
     return out->tokens;
 }
 
-std::unique_ptr<Engine> MakeEngine(const std::string& model, uint64_t kv_budget = 0, int max_batch_tokens = 256) {
+// The scheduler publishes KV usage after each step: wait for it to settle.
+uint64_t SettledKvBytes(const Engine& e) {
+    for (int i = 0; i < 200 && e.Stats().kv_bytes_used != 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return e.Stats().kv_bytes_used;
+}
+
+std::unique_ptr<Engine> MakeEngine(const std::string& model, uint64_t kv_budget = 0, int max_batch_tokens = 256,
+                                   SchedulePolicy policy = SchedulePolicy::kFcfs) {
     EngineOptions o;
+    o.policy = policy;
     o.model = model;
     o.threads = 2;
     o.kv_budget_bytes = kv_budget;
@@ -112,9 +122,8 @@ TEST(Engine, EightThreadsGetWhatTheyGetAlone) {
     }
     for (auto& t : threads) t.join();
     for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].tokens, Alone(engine->model(), reqs[i])) << i;
-    const EngineStats st = engine->Stats();
-    EXPECT_EQ(st.requests_finished, 8u);
-    EXPECT_EQ(st.kv_bytes_used, 0u);
+    EXPECT_EQ(SettledKvBytes(*engine), 0u);
+    EXPECT_EQ(engine->Stats().requests_finished, 8u);
 }
 
 TEST(Engine, PreemptionUnderKvPressureKeepsResultsExact) {
@@ -138,9 +147,8 @@ TEST(Engine, PreemptionUnderKvPressureKeepsResultsExact) {
         const Collected c = Collect(*streams[i]);
         EXPECT_EQ(c.tokens, Alone(engine->model(), reqs[i])) << i;
     }
-    const EngineStats st = engine->Stats();
-    EXPECT_GT(st.preemptions, 0u);
-    EXPECT_EQ(st.kv_bytes_used, 0u);
+    EXPECT_GT(engine->Stats().preemptions, 0u);
+    EXPECT_EQ(SettledKvBytes(*engine), 0u);
 }
 
 TEST(Engine, CancelFromAnotherThreadEndsPromptlyAndFreesKv) {
@@ -165,9 +173,7 @@ TEST(Engine, CancelFromAnotherThreadEndsPromptlyAndFreesKv) {
     EXPECT_EQ(e.status.code(), absl::StatusCode::kCancelled);
     EXPECT_LT(more, 50) << "cancellation should take effect within a step or two";
     EXPECT_FALSE((*s)->Next(&e, 0)) << "nothing after the finish event";
-    // The scheduler publishes KV usage after each step.
-    for (int i = 0; i < 100 && engine->Stats().kv_bytes_used != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    EXPECT_EQ(engine->Stats().kv_bytes_used, 0u);
+    EXPECT_EQ(SettledKvBytes(*engine), 0u);
 }
 
 TEST(Engine, DeadlineEndsTheRequest) {
@@ -217,6 +223,84 @@ TEST(Engine, ShutdownCancelsLiveStreams) {
     engine.reset();
     const Collected c = Collect(**s);
     EXPECT_EQ(c.finish.finish_reason, FinishReason::kCancelled);
+}
+
+// 3 groups x 4 requests sharing a 40-token prefix, plus 2 loners.
+std::vector<Request> SharedPrefixBatch() {
+    std::vector<Request> reqs;
+    for (int g = 0; g < 3; ++g) {
+        for (int m = 0; m < 4; ++m) {
+            Request r;
+            for (int t = 0; t < 40; ++t) r.prompt_tokens.push_back(3 + (g * 97 + t * 13) % 500);
+            for (int t = 0; t < 5 + 3 * m; ++t) r.prompt_tokens.push_back(3 + (g * 31 + m * 7 + t * 11) % 500);
+            r.max_tokens = 6 + 2 * m + g;
+            r.sampling.temperature = m % 2 ? 0.8f : 0.0f;
+            r.sampling.seed = g * 10 + m;
+            r.ignore_eos = true;
+            reqs.push_back(r);
+        }
+    }
+    for (int l = 0; l < 2; ++l) {
+        Request r;
+        for (int t = 0; t < 17 + l; ++t) r.prompt_tokens.push_back(200 + l * 50 + t);
+        r.max_tokens = 9;
+        r.sampling.temperature = 0.0f;
+        r.ignore_eos = true;
+        reqs.push_back(r);
+    }
+    return reqs;
+}
+
+TEST(EnginePolicies, EveryPolicyGivesEachRequestItsSoloTokens) {
+    const std::vector<Request> reqs = SharedPrefixBatch();
+    auto solo_model = Model::Load("synthetic:tiny");
+    ASSERT_TRUE(solo_model.ok());
+    std::vector<std::vector<int32_t>> want;
+    int64_t logical = 0, suffixes = 0;
+    for (const Request& r : reqs) {
+        want.push_back(Alone(**solo_model, r));
+        logical += r.prompt_tokens.size();
+    }
+    for (size_t i = 0; i < 12; ++i) suffixes += reqs[i].prompt_tokens.size() - 40;
+    for (SchedulePolicy policy : {SchedulePolicy::kFcfs, SchedulePolicy::kLru, SchedulePolicy::kBatchLlm}) {
+        SCOPED_TRACE(SchedulePolicyName(policy));
+        auto engine = MakeEngine("synthetic:tiny", 0, 64, policy);
+        auto streams = engine->SubmitBatch(reqs);
+        ASSERT_EQ(streams.size(), reqs.size());
+        for (size_t i = 0; i < reqs.size(); ++i) {
+            ASSERT_TRUE(streams[i].ok()) << streams[i].status();
+            const Collected c = Collect(**streams[i]);
+            EXPECT_EQ(c.tokens, want[i]) << "request " << i;
+            EXPECT_TRUE(c.finish.status.ok());
+        }
+        EXPECT_EQ(SettledKvBytes(*engine), 0u) << "KV returns to zero after the batch";
+        const EngineStats st = engine->Stats();
+        EXPECT_EQ(st.prompt_tokens, uint64_t(logical));
+        if (policy == SchedulePolicy::kFcfs) {
+            EXPECT_EQ(st.prompt_tokens_computed, uint64_t(logical));
+        } else if (policy == SchedulePolicy::kBatchLlm) {
+            // Each group's prefix once, every suffix and loner once: the tree's minimum.
+            EXPECT_EQ(st.prompt_tokens_computed, uint64_t(3 * 40 + suffixes + 17 + 18));
+        } else {
+            EXPECT_LT(st.prompt_tokens_computed, uint64_t(logical));
+        }
+    }
+}
+
+TEST(EnginePolicies, CancelledGroupMembersReleaseThePrefix) {
+    std::vector<Request> reqs = SharedPrefixBatch();
+    for (Request& r : reqs) r.max_tokens = 200;
+    auto engine = MakeEngine("synthetic:tiny", 0, 32, SchedulePolicy::kBatchLlm);
+    auto streams = engine->SubmitBatch(reqs);
+    for (auto& s : streams) {
+        ASSERT_TRUE(s.ok());
+        (*s)->Cancel();
+    }
+    for (auto& s : streams) {
+        const Collected c = Collect(**s);
+        EXPECT_EQ(c.finish.finish_reason, FinishReason::kCancelled);
+    }
+    EXPECT_EQ(SettledKvBytes(*engine), 0u);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/kv_cache.h"
+#include "core/prefix_cache.h"
 
 namespace prepack {
 namespace {
@@ -101,6 +102,95 @@ TEST(KvBlockPool, BlocksDoNotAlias) {
             }
         }
     }
+}
+
+}  // namespace
+}  // namespace prepack
+
+namespace prepack {
+namespace {
+
+uint64_t BlockBytes() { return 2ull * 3 * 4 * 16 * 4; }
+
+// Fills every layer's K and V rows of `slots` token slots of `t` with `value`.
+void Write(KvBlockPool& p, const BlockTable& t, int from, int to, float value) {
+    for (int l = 0; l < 3; ++l) {
+        for (int i = from; i < to; ++i) {
+            float* k = p.K(l, t.blocks()[i / 4]) + (i % 4) * 16;
+            float* v = p.V(l, t.blocks()[i / 4]) + (i % 4) * 16;
+            for (int j = 0; j < 16; ++j) k[j] = v[j] = value;
+        }
+    }
+}
+
+float Read(KvBlockPool& p, const BlockTable& t, int i) { return p.K(2, t.blocks()[i / 4])[(i % 4) * 16 + 5]; }
+
+TEST(BlockTable, SharedPrefixIsCopiedOnWriteOfThePartialBlock) {
+    auto pool = KvBlockPool::Create(Config(), 4, BlockBytes() * 10);
+    ASSERT_TRUE(pool.ok());
+    KvBlockPool& p = **pool;
+    BlockTable prefix;
+    ASSERT_TRUE(prefix.Reserve(p, 6).ok());   // 2 blocks: 4 + 2 tokens
+    Write(p, prefix, 0, 6, 1.0f);
+    prefix.set_num_tokens(6);
+
+    BlockTable a, b;
+    a.Share(p, prefix.blocks(), 6);
+    b.Share(p, prefix.blocks(), 6);
+    EXPECT_EQ(a.num_tokens(), 6);
+    EXPECT_EQ(p.RefCount(prefix.blocks()[0]), 3);
+    EXPECT_EQ(p.num_free(), 8) << "sharing allocates nothing";
+    // a writes token 6, inside the shared partial block: it gets a private copy.
+    ASSERT_TRUE(a.Reserve(p, 7).ok());
+    EXPECT_NE(a.blocks()[1], prefix.blocks()[1]);
+    EXPECT_EQ(a.blocks()[0], prefix.blocks()[0]) << "full blocks stay shared";
+    EXPECT_EQ(Read(p, a, 5), 1.0f) << "the copy carries the prefix's tokens";
+    Write(p, a, 6, 7, 2.0f);
+    // b writes its own token 6 too: neither sees the other's.
+    ASSERT_TRUE(b.Reserve(p, 9).ok());
+    Write(p, b, 6, 9, 3.0f);
+    EXPECT_EQ(Read(p, a, 6), 2.0f);
+    EXPECT_EQ(Read(p, b, 6), 3.0f);
+    EXPECT_EQ(Read(p, prefix, 5), 1.0f);
+    EXPECT_EQ(p.RefCount(prefix.blocks()[1]), 1) << "both sharers moved off the partial block";
+    // Freed when the last holder lets go.
+    prefix.Release();
+    EXPECT_EQ(p.RefCount(a.blocks()[0]), 2);
+    a.Release();
+    b.Release();
+    EXPECT_EQ(p.num_free(), p.num_blocks());
+}
+
+TEST(PrefixCache, ReusesWholeBlocksAndEvictsLeastRecentlyUsed) {
+    auto pool = KvBlockPool::Create(Config(), 4, BlockBytes() * 12);
+    ASSERT_TRUE(pool.ok());
+    KvBlockPool& p = **pool;
+    PrefixCache cache(p);
+    const std::vector<int32_t> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};   // 2 whole blocks + 2
+    BlockTable t;
+    ASSERT_TRUE(t.Reserve(p, 10).ok());
+    cache.Insert(x, t, 10);
+    EXPECT_EQ(cache.size(), 2);
+    EXPECT_EQ(p.RefCount(t.blocks()[0]), 2);
+    // Same first 8 tokens: both blocks; diverging in the second block: one.
+    std::vector<int32_t> y = x;
+    y[9] = 99;
+    EXPECT_EQ(cache.Lookup(y, 10), (std::vector<int32_t>{t.blocks()[0], t.blocks()[1]}));
+    y[6] = 77;
+    EXPECT_EQ(cache.Lookup(y, 10), (std::vector<int32_t>{t.blocks()[0]}));
+    y[0] = 55;
+    EXPECT_TRUE(cache.Lookup(y, 10).empty());
+    // Never the whole prompt: an 8-token prompt reuses at most 1 block (its
+    // last token must be computed to get logits).
+    EXPECT_EQ(cache.Lookup(std::vector<int32_t>(x.begin(), x.begin() + 8), 8).size(), 1u);
+    // Blocks in use are not evicted; once only the cache holds them they are,
+    // and a child goes with its parent.
+    EXPECT_EQ(cache.Evict(5), 0);
+    t.Release();
+    cache.Lookup(x, 10);   // touches the parent, then the child: the parent is now least recent
+    EXPECT_EQ(cache.Evict(1), 2) << "evicting the parent drops its chained child";
+    EXPECT_EQ(cache.size(), 0);
+    EXPECT_EQ(p.num_free(), p.num_blocks());
 }
 
 }  // namespace

@@ -135,6 +135,30 @@ TEST(PlanPrefill, ShapesOfEachLayout) {
     EXPECT_EQ(PlanPrefill(PrefillLayout::kRagged, {}, o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(PlanPrefill, EqualLengthsGiveTheSamePlanInEveryLayout) {
+    // No padding to remove: packed and ragged must not cost anything extra,
+    // so their forward pass is exactly padded's (same rows, same spans).
+    const auto prompts = Prompts({24, 24, 24, 24, 24}, 100, 3);
+    auto padded = PlanPrefill(PrefillLayout::kPadded, prompts, {});
+    ASSERT_TRUE(padded.ok());
+    for (PrefillLayout layout : {PrefillLayout::kPacked, PrefillLayout::kRagged}) {
+        auto p = PlanPrefill(layout, prompts, {});
+        ASSERT_TRUE(p.ok());
+        ASSERT_EQ(p->steps.size(), 1u);
+        const StepPlan& a = padded->steps[0].plan;
+        const StepPlan& b = p->steps[0].plan;
+        EXPECT_EQ(a.tokens, b.tokens) << PrefillLayoutName(layout);
+        EXPECT_EQ(a.positions, b.positions);
+        ASSERT_EQ(a.seqs.size(), b.seqs.size());
+        for (size_t i = 0; i < a.seqs.size(); ++i) {
+            EXPECT_EQ(a.seqs[i].token_begin, b.seqs[i].token_begin);
+            EXPECT_EQ(a.seqs[i].n_tokens, b.seqs[i].n_tokens);
+            EXPECT_EQ(a.seqs[i].n_pad, b.seqs[i].n_pad);
+        }
+        EXPECT_EQ(p->computed_tokens, padded->computed_tokens);
+    }
+}
+
 // Greedy decode of every sequence together, one ragged step per token.
 std::vector<std::vector<int32_t>> GreedyContinue(ForwardPass& fwd, const std::vector<BlockTable*>& kv,
                                                  const std::vector<float>& first_logits, int steps) {

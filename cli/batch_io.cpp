@@ -1,0 +1,98 @@
+#include "cli/batch_io.h"
+
+#include <fstream>
+
+namespace prepack::cli {
+namespace {
+
+// Reads an optional number field into `out`, checking its JSON type.
+template <typename T>
+absl::Status Field(const nlohmann::json& j, const char* key, T* out, size_t line) {
+    if (!j.contains(key)) return absl::OkStatus();
+    const nlohmann::json& v = j[key];
+    const bool ok = std::is_floating_point_v<T> ? v.is_number() : (std::is_same_v<T, bool> ? v.is_boolean() : v.is_number_integer());
+    if (!ok) {
+        return absl::InvalidArgumentError(absl::StrCat("line ", line, ": field '", key, "' has the wrong type"));
+    }
+    *out = v.get<T>();
+    return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string IdKey(const nlohmann::json& id) { return id.dump(); }
+
+absl::StatusOr<BatchItem> ParseRequestLine(const std::string& line, size_t n) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+        return absl::InvalidArgumentError(absl::StrCat("line ", n, ": not a JSON object"));
+    }
+    BatchItem item;
+    item.id = j.contains("id") ? j["id"] : nlohmann::json(n);
+    if (!item.id.is_string() && !item.id.is_number_integer()) {
+        return absl::InvalidArgumentError(absl::StrCat("line ", n, ": 'id' must be a string or an integer"));
+    }
+    Request& r = item.request;
+    if (j.contains("prompt_tokens")) {
+        if (!j["prompt_tokens"].is_array()) {
+            return absl::InvalidArgumentError(absl::StrCat("line ", n, ": 'prompt_tokens' must be an array of ids"));
+        }
+        for (const auto& t : j["prompt_tokens"]) {
+            if (!t.is_number_integer()) {
+                return absl::InvalidArgumentError(absl::StrCat("line ", n, ": 'prompt_tokens' must hold integers"));
+            }
+            r.prompt_tokens.push_back(t.get<int32_t>());
+        }
+    } else if (j.contains("prompt") && j["prompt"].is_string()) {
+        r.prompt = j["prompt"].get<std::string>();
+    } else {
+        return absl::InvalidArgumentError(absl::StrCat("line ", n, ": needs 'prompt' (string) or 'prompt_tokens'"));
+    }
+    PP_RETURN_IF_ERROR(Field(j, "max_tokens", &r.max_tokens, n));
+    PP_RETURN_IF_ERROR(Field(j, "temperature", &r.sampling.temperature, n));
+    PP_RETURN_IF_ERROR(Field(j, "top_k", &r.sampling.top_k, n));
+    PP_RETURN_IF_ERROR(Field(j, "top_p", &r.sampling.top_p, n));
+    PP_RETURN_IF_ERROR(Field(j, "min_p", &r.sampling.min_p, n));
+    PP_RETURN_IF_ERROR(Field(j, "repetition_penalty", &r.sampling.repetition_penalty, n));
+    PP_RETURN_IF_ERROR(Field(j, "seed", &r.sampling.seed, n));
+    PP_RETURN_IF_ERROR(Field(j, "ignore_eos", &r.ignore_eos, n));
+    PP_RETURN_IF_ERROR(Field(j, "logprobs", &r.logprobs, n));
+    if (j.contains("stop")) {
+        if (!j["stop"].is_array()) return absl::InvalidArgumentError(absl::StrCat("line ", n, ": 'stop' must be an array"));
+        for (const auto& s : j["stop"]) {
+            if (!s.is_string()) return absl::InvalidArgumentError(absl::StrCat("line ", n, ": 'stop' must hold strings"));
+            r.stop.push_back(s.get<std::string>());
+        }
+    }
+    return item;
+}
+
+nlohmann::json ResultJson(const nlohmann::json& id, const BatchResult& r) {
+    nlohmann::json j = {
+        {"id", id},
+        {"tokens", r.tokens},
+        {"text", r.text},
+        {"finish_reason", FinishReasonName(r.finish_reason)},
+        {"usage",
+         {{"prompt_tokens", r.usage.prompt_tokens},
+          {"completion_tokens", r.usage.completion_tokens},
+          {"ttft_ms", r.usage.time_to_first_token * 1e3},
+          {"total_ms", r.usage.total_seconds * 1e3}}},
+    };
+    if (!r.status.ok()) j["error"] = std::string(r.status.message());
+    return j;
+}
+
+std::set<std::string> DoneIds(const std::string& path) {
+    std::set<std::string> done;
+    std::ifstream f(path);
+    std::string line;
+    while (std::getline(f, line)) {
+        // A line cut short by a kill is not a result: that request runs again.
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (!j.is_discarded() && j.is_object() && j.contains("id")) done.insert(IdKey(j["id"]));
+    }
+    return done;
+}
+
+}  // namespace prepack::cli

@@ -1,0 +1,77 @@
+#include "cli/batch_runner.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "core/runtime.h"
+
+namespace prepack::cli {
+namespace {
+
+void DrawProgress(size_t done, size_t total, uint64_t tokens, double elapsed) {
+    const double rate = elapsed > 0 ? tokens / elapsed : 0.0;
+    const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0.0;
+    std::fprintf(stderr, "\r[%zu/%zu] %.0f tokens/s, elapsed %.0fs, ETA %.0fs   ", done, total, rate, elapsed, eta);
+    if (done == total) std::fputc('\n', stderr);
+    std::fflush(stderr);
+}
+
+}  // namespace
+
+BatchRunStats RunBatch(Engine& engine, std::vector<Request> requests,
+                       const std::function<void(size_t, BatchResult)>& on_result, bool show_progress) {
+    const size_t n = requests.size();
+    const double t0 = NowSeconds();
+    auto streams = engine.SubmitBatch(std::move(requests));
+    std::vector<BatchResult> partial(n);
+    std::vector<bool> open(n, false);
+    size_t done = 0;
+    uint64_t tokens = 0;
+    BatchRunStats stats;
+    for (size_t i = 0; i < n; ++i) {
+        if (streams[i].ok()) {
+            open[i] = true;
+        } else {
+            partial[i].status = streams[i].status();
+            on_result(i, std::move(partial[i]));
+            ++done;
+        }
+    }
+    double last_draw = 0.0;
+    while (done < n) {
+        bool progressed = false;
+        for (size_t i = 0; i < n; ++i) {
+            if (!open[i]) continue;
+            Event e;
+            while ((*streams[i])->Next(&e, 0)) {
+                progressed = true;
+                if (e.kind == Event::Kind::kToken) {
+                    partial[i].tokens.push_back(e.token);
+                    partial[i].text += e.text;
+                    ++tokens;
+                    continue;
+                }
+                partial[i].finish_reason = e.finish_reason;
+                partial[i].status = e.status;
+                partial[i].usage = e.usage;
+                open[i] = false;
+                ++done;
+                on_result(i, std::move(partial[i]));
+                break;
+            }
+        }
+        stats.peak_kv_bytes = std::max(stats.peak_kv_bytes, engine.Stats().kv_bytes_used);
+        const double now = NowSeconds();
+        if (show_progress && (now - last_draw > 0.5 || done == n)) {
+            DrawProgress(done, n, tokens, now - t0);
+            last_draw = now;
+        }
+        // Nothing new: let the scheduler thread work instead of spinning.
+        if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    stats.seconds = NowSeconds() - t0;
+    return stats;
+}
+
+}  // namespace prepack::cli
