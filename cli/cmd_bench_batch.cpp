@@ -154,6 +154,8 @@ int Run(const BenchBatchOptions& o) {
             {"computed_vs_unique", double(st.prompt_tokens_computed) / double(tree.UniqueTokens())},
             {"peak_kv_bytes", run.peak_kv_bytes},
             {"preemptions", st.preemptions},
+            {"steps", st.steps},
+            {"cascade_decode_tokens", st.cascade_decode_tokens},
             {"failed_requests", failed},
         });
     }

@@ -527,6 +527,7 @@ void Engine::Step(std::vector<std::shared_ptr<Seq>>& running) {
 void Engine::PublishKvStats(size_t running) {
     const uint64_t cached = cache_ ? static_cast<uint64_t>(cache_->IdleBlocks()) * pool_->bytes_per_block() : 0;
     stats_.requests_running = running;
+    stats_.cascade_decode_tokens = forward_->cascade_queries();
     stats_.kv_bytes_cached = cached;
     stats_.kv_bytes_used = pool_->used_bytes() - cached;
 }

@@ -105,7 +105,15 @@ void ForwardPass::Attention(const StepPlan& plan, int32_t layer) {
     }
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     const cpu::PagedKv kv{pool_.LayerK(layer), pool_.LayerV(layer), pool_.block_size(), c.kv_dim()};
-    cpu::PagedAttention(qkv_.data(), att_.data(), shape, spans.data(), static_cast<int32_t>(spans.size()), kv);
+    // Decode sequences that share prefix blocks get cascade attention; the
+    // groups are the same in every layer, so they are found once per step.
+    if (layer == 0) {
+        shared_ = cascade_ ? cpu::FindSharedPrefixes(spans.data(), static_cast<int32_t>(spans.size()),
+                                                     pool_.block_size(), kCascadeMinSharedTokens, 2)
+                           : std::vector<cpu::SharedPrefixGroup>{};
+        for (const auto& g : shared_) cascade_queries_ += g.spans.size();
+    }
+    cpu::PagedAttention(qkv_.data(), att_.data(), shape, spans.data(), static_cast<int32_t>(spans.size()), kv, shared_);
 }
 
 void ForwardPass::Logits(const StepPlan& plan, StepOutput* out) {

@@ -9,8 +9,13 @@
 #include "core/kv_cache.h"
 #include "core/model.h"
 #include "core/step_plan.h"
+#include "kernels/cpu/attention.h"
 
 namespace prepack {
+
+// Below this many shared tokens, plain paged attention is as fast as the
+// cascade (see `prepack bench cascade` in docs/benchmarks.md).
+constexpr int32_t kCascadeMinSharedTokens = 64;
 
 struct StepOutput {
     AlignedFloats        logits;      // [rows, vocab]
@@ -34,6 +39,11 @@ public:
     // Bytes currently allocated for activations (grows to the largest step).
     uint64_t workspace_bytes() const;
 
+    // Cascade (shared-prefix) decode attention on or off; on by default.
+    void set_cascade(bool on) { cascade_ = on; }
+    // Decode queries served by cascade attention so far (per layer counted once).
+    uint64_t cascade_queries() const { return cascade_queries_; }
+
     const Model& model() const { return model_; }
     KvBlockPool& pool() { return pool_; }
 
@@ -48,6 +58,9 @@ private:
     std::vector<float> inv_freq_;
     // Activations, grown to the largest step seen and then reused.
     AlignedFloats x_, xb_, qkv_, att_, gu_, hb_;
+    bool          cascade_ = true;
+    uint64_t      cascade_queries_ = 0;
+    std::vector<cpu::SharedPrefixGroup> shared_;
     uint64_t      logits_bytes_ = 0;
 };
 

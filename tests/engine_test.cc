@@ -225,13 +225,14 @@ TEST(Engine, ShutdownCancelsLiveStreams) {
     EXPECT_EQ(c.finish.finish_reason, FinishReason::kCancelled);
 }
 
-// 3 groups x 4 requests sharing a 40-token prefix, plus 2 loners.
+// 3 groups x 4 requests sharing an 80-token prefix (long enough for cascade
+// decode attention), plus 2 loners.
 std::vector<Request> SharedPrefixBatch() {
     std::vector<Request> reqs;
     for (int g = 0; g < 3; ++g) {
         for (int m = 0; m < 4; ++m) {
             Request r;
-            for (int t = 0; t < 40; ++t) r.prompt_tokens.push_back(3 + (g * 97 + t * 13) % 500);
+            for (int t = 0; t < 80; ++t) r.prompt_tokens.push_back(3 + (g * 97 + t * 13) % 500);
             for (int t = 0; t < 5 + 3 * m; ++t) r.prompt_tokens.push_back(3 + (g * 31 + m * 7 + t * 11) % 500);
             r.max_tokens = 6 + 2 * m + g;
             r.sampling.temperature = m % 2 ? 0.8f : 0.0f;
@@ -261,7 +262,7 @@ TEST(EnginePolicies, EveryPolicyGivesEachRequestItsSoloTokens) {
         want.push_back(Alone(**solo_model, r));
         logical += r.prompt_tokens.size();
     }
-    for (size_t i = 0; i < 12; ++i) suffixes += reqs[i].prompt_tokens.size() - 40;
+    for (size_t i = 0; i < 12; ++i) suffixes += reqs[i].prompt_tokens.size() - 80;
     for (SchedulePolicy policy : {SchedulePolicy::kFcfs, SchedulePolicy::kLru, SchedulePolicy::kBatchLlm}) {
         SCOPED_TRACE(SchedulePolicyName(policy));
         auto engine = MakeEngine("synthetic:tiny", 0, 64, policy);
@@ -280,7 +281,8 @@ TEST(EnginePolicies, EveryPolicyGivesEachRequestItsSoloTokens) {
             EXPECT_EQ(st.prompt_tokens_computed, uint64_t(logical));
         } else if (policy == SchedulePolicy::kBatchLlm) {
             // Each group's prefix once, every suffix and loner once: the tree's minimum.
-            EXPECT_EQ(st.prompt_tokens_computed, uint64_t(3 * 40 + suffixes + 17 + 18));
+            EXPECT_EQ(st.prompt_tokens_computed, uint64_t(3 * 80 + suffixes + 17 + 18));
+            EXPECT_GT(st.cascade_decode_tokens, 0u) << "group members decode with cascade attention";
         } else {
             EXPECT_LT(st.prompt_tokens_computed, uint64_t(logical));
         }

@@ -1,6 +1,7 @@
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -36,17 +37,20 @@ struct TileState {
     }
 };
 
+// Attends the task's queries to keys [first_key, horizon]. With fresh =
+// false it continues from the state already in `st` (a cascade's prefix).
 void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
-             const AttentionSpan& span, const PagedKv& kv, TileState& st) {
+             const AttentionSpan& span, const PagedKv& kv, TileState& st, int64_t first_key = 0, bool fresh = true) {
     const int hd = s.head_dim;
     const int group = s.n_heads / s.n_kv_heads;
     const int nq = t.q_end - t.q_begin;
     const int n_states = nq * group;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    st.Reset(n_states, hd, kv.block_size);
+    if (fresh) st.Reset(n_states, hd, kv.block_size);
     const int64_t last_key = static_cast<int64_t>(span.kv_before) + t.q_end - 1;   // inclusive
 
-    for (int64_t t0 = 0; t0 <= last_key; t0 += kv.block_size) {
+    for (int64_t t0 = first_key / kv.block_size * kv.block_size; t0 <= last_key; t0 += kv.block_size) {
+        const int j0 = static_cast<int>(std::max<int64_t>(0, first_key - t0));
         const int32_t block = span.blocks[t0 / kv.block_size];
         const size_t block_off = static_cast<size_t>(block) * kv.block_size * kv.kv_dim + t.kv_head * hd;
         const float* kb = kv.k + block_off;
@@ -60,8 +64,9 @@ void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
                 const int head = t.kv_head * group + g;
                 const float* qv = q + row * s.q_stride + static_cast<int64_t>(head) * hd;
                 const int si = qi * group + g;
+                if (j0 >= nk) continue;
                 float block_max = -std::numeric_limits<float>::infinity();
-                for (int j = 0; j < nk; ++j) {
+                for (int j = j0; j < nk; ++j) {
                     const float x = Dot(qv, kb + static_cast<size_t>(j) * kv.kv_dim, hd) * scale;
                     st.scores[j] = x;
                     block_max = std::max(block_max, x);
@@ -72,7 +77,7 @@ void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
                 float sum = 0.0f;
 #pragma omp simd
                 for (int i = 0; i < hd; ++i) acc[i] *= corr;
-                for (int j = 0; j < nk; ++j) {
+                for (int j = j0; j < nk; ++j) {
                     const float p = std::exp(st.scores[j] - m_new);
                     sum += p;
                     const float* vr = vb + static_cast<size_t>(j) * kv.kv_dim;
@@ -98,12 +103,114 @@ void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
     }
 }
 
+// One kv head of a shared-prefix group: the prefix pass scores each prefix
+// K row against all members' queries while it is in L1, then each member's
+// suffix continues from its slice of the prefix state.
+void RunCascade(const SharedPrefixGroup& g, int32_t kv_head, const float* q, float* out, const AttentionShape& s,
+                const AttentionSpan* spans, const PagedKv& kv, TileState& prefix, TileState& member) {
+    const int hd = s.head_dim;
+    const int group = s.n_heads / s.n_kv_heads;
+    const int members = static_cast<int>(g.spans.size());
+    const int n_states = members * group;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    prefix.Reset(n_states, hd, kv.block_size * n_states);
+    const int32_t* blocks = spans[g.spans[0]].blocks;
+    for (int64_t t0 = 0; t0 < g.shared_len; t0 += kv.block_size) {
+        const size_t off = static_cast<size_t>(blocks[t0 / kv.block_size]) * kv.block_size * kv.kv_dim + kv_head * hd;
+        const float* kb = kv.k + off;
+        const float* vb = kv.v + off;
+        const int nk = static_cast<int>(std::min<int64_t>(kv.block_size, g.shared_len - t0));
+        // Scores for every (member, head) of the block, each K row reused by all of them.
+        float* sc = prefix.scores.data();
+        for (int j = 0; j < nk; ++j) {
+            const float* kr = kb + static_cast<size_t>(j) * kv.kv_dim;
+            for (int m = 0; m < members; ++m) {
+                const float* qrow = q + spans[g.spans[m]].q_row * s.q_stride;
+                for (int h = 0; h < group; ++h) {
+                    sc[(m * group + h) * kv.block_size + j] =
+                        Dot(qrow + static_cast<int64_t>(kv_head * group + h) * hd, kr, hd) * scale;
+                }
+            }
+        }
+        for (int si = 0; si < n_states; ++si) {
+            const float* row = sc + si * kv.block_size;
+            float block_max = -std::numeric_limits<float>::infinity();
+            for (int j = 0; j < nk; ++j) block_max = std::max(block_max, row[j]);
+            const float m_new = std::max(prefix.m[si], block_max);
+            const float corr = std::exp(prefix.m[si] - m_new);
+            float* acc = prefix.acc.data() + static_cast<size_t>(si) * hd;
+            float sum = 0.0f;
+#pragma omp simd
+            for (int i = 0; i < hd; ++i) acc[i] *= corr;
+            for (int j = 0; j < nk; ++j) {
+                const float p = std::exp(row[j] - m_new);
+                sum += p;
+                const float* vr = vb + static_cast<size_t>(j) * kv.kv_dim;
+#pragma omp simd
+                for (int i = 0; i < hd; ++i) acc[i] += p * vr[i];
+            }
+            prefix.l[si] = prefix.l[si] * corr + sum;
+            prefix.m[si] = m_new;
+        }
+    }
+    for (int m = 0; m < members; ++m) {
+        member.Reset(group, hd, kv.block_size);
+        for (int h = 0; h < group; ++h) {
+            const int si = m * group + h;
+            member.m[h] = prefix.m[si];
+            member.l[h] = prefix.l[si];
+            std::copy_n(prefix.acc.data() + static_cast<size_t>(si) * hd, hd, member.acc.data() + static_cast<size_t>(h) * hd);
+        }
+        RunTask({g.spans[m], kv_head, 0, 1}, q, out, s, spans[g.spans[m]], kv, member, g.shared_len, /*fresh=*/false);
+    }
+}
+
 }  // namespace
 
+std::vector<SharedPrefixGroup> FindSharedPrefixes(const AttentionSpan* spans, int32_t n_spans, int32_t block_size,
+                                                  int32_t min_shared, int32_t min_members) {
+    // Decode spans grouped by their first block: sharing starts there or not at all.
+    std::vector<int32_t> decode;
+    for (int32_t i = 0; i < n_spans; ++i) {
+        if (spans[i].n_q == 1 && spans[i].kv_before >= block_size) decode.push_back(i);
+    }
+    std::stable_sort(decode.begin(), decode.end(),
+                     [&](int32_t a, int32_t b) { return spans[a].blocks[0] < spans[b].blocks[0]; });
+    std::vector<SharedPrefixGroup> groups;
+    for (size_t a = 0; a < decode.size();) {
+        size_t b = a;
+        while (b < decode.size() && spans[decode[b]].blocks[0] == spans[decode[a]].blocks[0]) ++b;
+        if (static_cast<int32_t>(b - a) >= min_members) {
+            // Whole blocks that are the same in every member and below every member's query.
+            int32_t full = INT32_MAX;
+            for (size_t i = a; i < b; ++i) full = std::min(full, spans[decode[i]].kv_before / block_size);
+            int32_t same = 0;
+            while (same < full) {
+                const int32_t id = spans[decode[a]].blocks[same];
+                bool all = true;
+                for (size_t i = a + 1; i < b && all; ++i) all = spans[decode[i]].blocks[same] == id;
+                if (!all) break;
+                ++same;
+            }
+            if (same > 0 && same * block_size >= min_shared) {
+                groups.push_back({std::vector<int32_t>(decode.begin() + a, decode.begin() + b), same * block_size});
+            }
+        }
+        a = b;
+    }
+    return groups;
+}
+
 void PagedAttention(const float* q, float* out, const AttentionShape& shape,
-                    const AttentionSpan* spans, int32_t n_spans, const PagedKv& kv) {
+                    const AttentionSpan* spans, int32_t n_spans, const PagedKv& kv,
+                    const std::vector<SharedPrefixGroup>& shared) {
+    std::vector<uint8_t> in_cascade(n_spans, 0);
+    for (const SharedPrefixGroup& g : shared) {
+        for (int32_t s : g.spans) in_cascade[s] = 1;
+    }
     std::vector<Task> tasks;
     for (int32_t s = 0; s < n_spans; ++s) {
+        if (in_cascade[s]) continue;
         for (int32_t h = 0; h < shape.n_kv_heads; ++h) {
             for (int32_t b = 0; b < spans[s].n_q; b += kQueryTile) {
                 tasks.push_back({s, h, b, std::min(spans[s].n_q, b + kQueryTile)});
@@ -116,9 +223,15 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
         return spans[a.span].kv_before + a.q_end > spans[b.span].kv_before + b.q_end;
     });
     const int64_t n_tasks = static_cast<int64_t>(tasks.size());
+    const int64_t n_cascade = static_cast<int64_t>(shared.size()) * shape.n_kv_heads;
 #pragma omp parallel
     {
-        TileState st;
+        TileState st, prefix;
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int64_t i = 0; i < n_cascade; ++i) {
+            RunCascade(shared[i / shape.n_kv_heads], static_cast<int32_t>(i % shape.n_kv_heads), q, out, shape, spans,
+                       kv, prefix, st);
+        }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < n_tasks; ++i) {
             RunTask(tasks[i], q, out, shape, spans[tasks[i].span], kv, st);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace prepack::cpu {
 
@@ -32,10 +33,30 @@ struct AttentionShape {
     int64_t out_stride;   // floats between output rows
 };
 
+// Decode spans (one query each) whose block tables begin with the same
+// `shared_len` tokens in the same blocks: a prefix shared by reference.
+struct SharedPrefixGroup {
+    std::vector<int32_t> spans;        // indices into the span array
+    int32_t              shared_len;   // whole blocks, below every member's first query
+};
+
+// Finds groups of at least `min_members` decode spans sharing at least
+// `min_shared` tokens of identical full blocks.
+std::vector<SharedPrefixGroup> FindSharedPrefixes(const AttentionSpan* spans, int32_t n_spans, int32_t block_size,
+                                                  int32_t min_shared, int32_t min_members);
+
 // The K/V of every key a query sees must already be in the cache (the span's
 // own keys are written before this is called). Online softmax over key
 // blocks: no [queries x keys] matrix is materialised.
+//
+// Spans in `shared` are computed as cascade attention (Hydragen / FlashInfer
+// cascade): each block of the shared prefix is loaded once and scored
+// against the queries of every member (a matrix-matrix product instead of
+// one matrix-vector per sequence); each member's own suffix continues from
+// that partial (max, sum, weighted V) state, which is exactly the
+// log-sum-exp merge of the prefix and suffix partial attentions.
 void PagedAttention(const float* q, float* out, const AttentionShape& shape,
-                    const AttentionSpan* spans, int32_t n_spans, const PagedKv& kv);
+                    const AttentionSpan* spans, int32_t n_spans, const PagedKv& kv,
+                    const std::vector<SharedPrefixGroup>& shared = {});
 
 }  // namespace prepack::cpu
