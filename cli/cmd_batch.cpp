@@ -59,14 +59,7 @@ int Run(const BatchOptions& o) {
                  o.output.c_str());
     if (requests.empty()) return 0;
 
-    EngineOptions eo;
-    eo.model = o.common.model;
-    eo.threads = o.common.threads;
-    eo.kv_budget_bytes = o.common.kv_budget;
-    eo.kv_block_size = o.common.kv_block;
-    eo.max_batch_tokens = o.max_batch_tokens;
-    eo.max_running = o.max_running;
-    eo.policy = *policy;
+    const EngineOptions eo = EngineOptionsFrom(o.common, o.max_batch_tokens, o.max_running, *policy);
     if (o.common.device != "cpu") {
         return Fail(absl::UnimplementedError("only --device cpu is available in this build"));
     }

@@ -124,14 +124,7 @@ int Run(const BenchBatchOptions& o) {
 
     nlohmann::json results = nlohmann::json::array();
     for (SchedulePolicy policy : policies) {
-        EngineOptions eo;
-        eo.model = o.common.model;
-        eo.threads = o.common.threads;
-        eo.kv_budget_bytes = o.common.kv_budget;
-        eo.kv_block_size = o.common.kv_block;
-        eo.max_batch_tokens = o.max_batch_tokens;
-        eo.max_running = o.max_running;
-        eo.policy = policy;
+        const EngineOptions eo = EngineOptionsFrom(o.common, o.max_batch_tokens, o.max_running, policy);
         absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(eo);
         if (!engine.ok()) return Fail(engine.status());
         std::fprintf(stderr, "bench batch: %s, %zu requests\n", SchedulePolicyName(policy), reqs->size());

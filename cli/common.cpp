@@ -31,6 +31,19 @@ absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool 
     return l;
 }
 
+EngineOptions EngineOptionsFrom(const CommonOptions& o, int32_t max_batch_tokens, int32_t max_running,
+                                SchedulePolicy policy) {
+    EngineOptions eo;
+    eo.model = o.model;
+    eo.threads = o.threads;
+    eo.kv_budget_bytes = o.kv_budget;
+    eo.kv_block_size = o.kv_block;
+    eo.max_batch_tokens = max_batch_tokens;
+    eo.max_running = max_running;
+    eo.policy = policy;
+    return eo;
+}
+
 int Fail(const absl::Status& s) {
     std::fprintf(stderr, "prepack: %s\n", std::string(s.message()).c_str());
     return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;

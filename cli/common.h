@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/engine.h"
 #include "core/kv_cache.h"
 #include "core/model.h"
 
@@ -33,6 +34,10 @@ struct Loaded {
 // Applies --threads/--device and loads the model (and a KV pool sized for
 // at least `min_kv_tokens` tokens when with_kv).
 absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool with_kv = true);
+
+// Engine options from the common flags plus the scheduler's own.
+EngineOptions EngineOptionsFrom(const CommonOptions& o, int32_t max_batch_tokens, int32_t max_running,
+                                SchedulePolicy policy);
 
 // Prints "prepack: <status message>" to stderr; returns the exit code for it.
 int Fail(const absl::Status& s);

@@ -26,6 +26,29 @@ inline float Dot(const float* a, const float* b, int n) {
     return s;
 }
 
+// Folds keys [j0, nk) of one block, whose scaled scores are in `scores`,
+// into one (query, head) online-softmax state (m, l, acc): the running max,
+// normaliser and weighted sum of V rows.
+inline void FoldBlock(const float* scores, int j0, int nk, const float* vb, int32_t kv_dim, int hd, float& m,
+                      float& l, float* acc) {
+    float block_max = -std::numeric_limits<float>::infinity();
+    for (int j = j0; j < nk; ++j) block_max = std::max(block_max, scores[j]);
+    const float m_new = std::max(m, block_max);
+    const float corr = std::exp(m - m_new);
+    float sum = 0.0f;
+#pragma omp simd
+    for (int i = 0; i < hd; ++i) acc[i] *= corr;
+    for (int j = j0; j < nk; ++j) {
+        const float p = std::exp(scores[j] - m_new);
+        sum += p;
+        const float* vr = vb + static_cast<size_t>(j) * kv_dim;
+#pragma omp simd
+        for (int i = 0; i < hd; ++i) acc[i] += p * vr[i];
+    }
+    l = l * corr + sum;
+    m = m_new;
+}
+
 // Per (query, head) online-softmax state: running max, normaliser, output.
 struct TileState {
     std::vector<float> m, l, acc, scores;
@@ -65,27 +88,11 @@ void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
                 const float* qv = q + row * s.q_stride + static_cast<int64_t>(head) * hd;
                 const int si = qi * group + g;
                 if (j0 >= nk) continue;
-                float block_max = -std::numeric_limits<float>::infinity();
                 for (int j = j0; j < nk; ++j) {
-                    const float x = Dot(qv, kb + static_cast<size_t>(j) * kv.kv_dim, hd) * scale;
-                    st.scores[j] = x;
-                    block_max = std::max(block_max, x);
+                    st.scores[j] = Dot(qv, kb + static_cast<size_t>(j) * kv.kv_dim, hd) * scale;
                 }
-                const float m_new = std::max(st.m[si], block_max);
-                const float corr = std::exp(st.m[si] - m_new);
-                float* acc = st.acc.data() + static_cast<size_t>(si) * hd;
-                float sum = 0.0f;
-#pragma omp simd
-                for (int i = 0; i < hd; ++i) acc[i] *= corr;
-                for (int j = j0; j < nk; ++j) {
-                    const float p = std::exp(st.scores[j] - m_new);
-                    sum += p;
-                    const float* vr = vb + static_cast<size_t>(j) * kv.kv_dim;
-#pragma omp simd
-                    for (int i = 0; i < hd; ++i) acc[i] += p * vr[i];
-                }
-                st.l[si] = st.l[si] * corr + sum;
-                st.m[si] = m_new;
+                FoldBlock(st.scores.data(), j0, nk, vb, kv.kv_dim, hd, st.m[si], st.l[si],
+                          st.acc.data() + static_cast<size_t>(si) * hd);
             }
         }
     }
@@ -133,24 +140,8 @@ void RunCascade(const SharedPrefixGroup& g, int32_t kv_head, const float* q, flo
             }
         }
         for (int si = 0; si < n_states; ++si) {
-            const float* row = sc + si * kv.block_size;
-            float block_max = -std::numeric_limits<float>::infinity();
-            for (int j = 0; j < nk; ++j) block_max = std::max(block_max, row[j]);
-            const float m_new = std::max(prefix.m[si], block_max);
-            const float corr = std::exp(prefix.m[si] - m_new);
-            float* acc = prefix.acc.data() + static_cast<size_t>(si) * hd;
-            float sum = 0.0f;
-#pragma omp simd
-            for (int i = 0; i < hd; ++i) acc[i] *= corr;
-            for (int j = 0; j < nk; ++j) {
-                const float p = std::exp(row[j] - m_new);
-                sum += p;
-                const float* vr = vb + static_cast<size_t>(j) * kv.kv_dim;
-#pragma omp simd
-                for (int i = 0; i < hd; ++i) acc[i] += p * vr[i];
-            }
-            prefix.l[si] = prefix.l[si] * corr + sum;
-            prefix.m[si] = m_new;
+            FoldBlock(sc + si * kv.block_size, 0, nk, vb, kv.kv_dim, hd, prefix.m[si], prefix.l[si],
+                      prefix.acc.data() + static_cast<size_t>(si) * hd);
         }
     }
     for (int m = 0; m < members; ++m) {
