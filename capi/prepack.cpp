@@ -213,10 +213,9 @@ prepack_status prepack_engine_create(const prepack_engine_options* options, prep
             return Fail(o.device == PREPACK_DEVICE_CUDA ? PREPACK_UNIMPLEMENTED : PREPACK_INVALID_ARGUMENT,
                         "options.device: only PREPACK_DEVICE_CPU is available in this build");
         }
-        if (o.policy != PREPACK_POLICY_FCFS) {
-            return Fail(o.policy == PREPACK_POLICY_LRU || o.policy == PREPACK_POLICY_BATCHLLM ? PREPACK_UNIMPLEMENTED
-                                                                                             : PREPACK_INVALID_ARGUMENT,
-                        "options.policy: only PREPACK_POLICY_FCFS is available in this build");
+        if (o.policy != PREPACK_POLICY_FCFS && o.policy != PREPACK_POLICY_LRU && o.policy != PREPACK_POLICY_BATCHLLM) {
+            return Fail(PREPACK_INVALID_ARGUMENT, absl::StrCat("options.policy ", static_cast<int>(o.policy),
+                                                               " is not a prepack_policy"));
         }
         if (o.threads < 0 || o.kv_block_size < 1 || o.max_batch_tokens < 1 || o.max_running < 1) {
             return Fail(PREPACK_INVALID_ARGUMENT,
@@ -229,6 +228,9 @@ prepack_status prepack_engine_create(const prepack_engine_options* options, prep
         eo.kv_block_size = o.kv_block_size;
         eo.max_batch_tokens = o.max_batch_tokens;
         eo.max_running = o.max_running;
+        eo.policy = o.policy == PREPACK_POLICY_LRU        ? prepack::SchedulePolicy::kLru
+                    : o.policy == PREPACK_POLICY_BATCHLLM ? prepack::SchedulePolicy::kBatchLlm
+                                                          : prepack::SchedulePolicy::kFcfs;
         auto e = prepack::Engine::Create(eo);
         if (!e.ok()) return FromStatus(e.status());
         *engine = new prepack_engine{std::move(*e)};
@@ -461,16 +463,26 @@ prepack_status prepack_generate_batch(prepack_engine* engine, const prepack_requ
             out[i].message = CopyString(std::string(s.message()));
             out[i].text = CopyString("");
         };
-        // Submit everything first so the scheduler sees the whole batch.
+        // The whole batch goes in at once, so the engine's policy sees all of
+        // it (under BatchLLM: one prefix tree over every prompt).
         std::vector<std::unique_ptr<prepack::Stream>> streams(n);
+        std::vector<prepack::Request> valid;
+        std::vector<size_t> index;
         for (size_t i = 0; i < n; ++i) {
             auto r = ToRequest(requests[i]);
-            absl::StatusOr<std::unique_ptr<prepack::Stream>> s = r.ok() ? engine->engine->Submit(std::move(*r))
-                                                                         : absl::StatusOr<std::unique_ptr<prepack::Stream>>(r.status());
-            if (s.ok()) {
-                streams[i] = std::move(*s);
+            if (!r.ok()) {
+                set_error(i, r.status());
+                continue;
+            }
+            valid.push_back(std::move(*r));
+            index.push_back(i);
+        }
+        auto submitted = engine->engine->SubmitBatch(std::move(valid));
+        for (size_t k = 0; k < submitted.size(); ++k) {
+            if (submitted[k].ok()) {
+                streams[index[k]] = std::move(*submitted[k]);
             } else {
-                set_error(i, s.status());
+                set_error(index[k], submitted[k].status());
             }
         }
         size_t done = 0;

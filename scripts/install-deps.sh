@@ -12,9 +12,10 @@ $SUDO apt-get install -y --no-install-recommends \
   libabsl-dev \
   libdnnl-dev \
   libcli11-dev nlohmann-json3-dev \
-  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev \
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev grpc-proto \
   golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev \
   protoc-gen-go protoc-gen-go-grpc \
+  openssl \
   swig default-jdk-headless junit4 junit5 \
   mono-mcs mono-runtime nunit-console libnunit-cil-dev \
   python3

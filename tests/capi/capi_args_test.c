@@ -39,6 +39,7 @@ int main(void) {
     eo.device = PREPACK_DEVICE_CPU;
     eo.policy = (prepack_policy)77;
     CHECK_INVALID(prepack_engine_create(&eo, &engine));
+    CHECK(strstr(prepack_last_error(), "policy") != NULL);
     CHECK(engine == NULL);
 
     /* An older caller: options end before max_batch_tokens; the rest (garbage

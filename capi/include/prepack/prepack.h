@@ -130,9 +130,10 @@ typedef enum prepack_device {
 } prepack_device;
 
 typedef enum prepack_policy {
-    PREPACK_POLICY_FCFS     = 0,   /* first come, first served; continuous batching */
-    PREPACK_POLICY_LRU      = 1,   /* + LRU prefix cache (UNIMPLEMENTED yet) */
-    PREPACK_POLICY_BATCHLLM = 2    /* global prefix sharing (UNIMPLEMENTED yet) */
+    PREPACK_POLICY_FCFS     = 0,   /* first come, first served; continuous batching, nothing shared */
+    PREPACK_POLICY_LRU      = 1,   /* + a block-hash prefix cache with LRU eviction (vLLM-style) */
+    PREPACK_POLICY_BATCHLLM = 2    /* prepack_generate_batch groups prompts by a global prefix tree;
+                                      streaming requests run as under FCFS */
 } prepack_policy;
 
 typedef struct prepack_engine_options {
@@ -367,7 +368,8 @@ typedef struct prepack_batch_options {
 
 PREPACK_API void prepack_batch_options_init(prepack_batch_options *options);
 
-/* Runs `n` requests (an array of pointers) as one offline batch and stores a
+/* Runs `n` requests (an array of pointers) as one offline batch, under the
+** engine's policy (BATCHLLM: shared prefixes computed once), and stores a
 ** library-allocated array of n results, in request order, in *results: free
 ** it with prepack_results_free(*results, n). A request that fails (bad
 ** input, deadline) has its status in its result; the call still returns OK.

@@ -1,0 +1,54 @@
+#include "auth.h"
+
+#include <fstream>
+
+namespace prepackd {
+namespace {
+
+std::string Trim(const std::string& s) {
+    const char* ws = " \t\r\n";
+    const size_t b = s.find_first_not_of(ws);
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// Compares without an early exit, so the time taken does not reveal how
+// much of a guessed token was right.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (size_t i = 0; i < a.size(); ++i) {
+        diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+    }
+    return diff == 0;
+}
+
+}  // namespace
+
+grpc::Status Authenticator::FromFile(const std::string& path, Authenticator* out) {
+    std::ifstream in(path);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "--auth-token-file: cannot read " + path);
+    }
+    const std::string token = Trim(line);
+    if (token.empty()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "--auth-token-file: " + path + " holds no token");
+    }
+    out->expected_ = "Bearer " + token;
+    return grpc::Status::OK;
+}
+
+grpc::Status Authenticator::Check(const grpc::CallbackServerContext* context) const {
+    if (!enabled()) return grpc::Status::OK;
+    const auto& md = context->client_metadata();
+    const auto it = md.find("authorization");
+    if (it == md.end()) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing 'authorization: Bearer <token>' metadata");
+    }
+    if (!ConstantTimeEquals(std::string_view(it->second.data(), it->second.size()), expected_)) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong bearer token");
+    }
+    return grpc::Status::OK;
+}
+
+}  // namespace prepackd

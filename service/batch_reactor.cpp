@@ -1,0 +1,171 @@
+#include "batch_reactor.h"
+
+#include "convert.h"
+#include "request_builder.h"
+#include "request_log.h"
+
+namespace prepackd {
+namespace {
+
+// A pass over the running streams that found nothing waits this long on the
+// oldest one, so an idle batch sleeps in the engine instead of spinning.
+constexpr int64_t kWaitMs = 5;
+
+}  // namespace
+
+BatchReactor::BatchReactor(EngineHost* host, std::string id, const prepack::v1::GenerateBatchRequest* request,
+                           std::chrono::system_clock::time_point deadline, size_t capacity)
+    : PumpedWriter(host, capacity), id_(std::move(id)), request_(request), deadline_(deadline) {
+    StartPump();
+}
+
+void BatchReactor::StopWork() {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    stopped_ = true;
+    for (Running& r : running_) prepack_stream_cancel(r.stream);
+}
+
+void BatchReactor::Answer(uint32_t index, prepack::v1::GenerateResult result, int32_t prompt_tokens) {
+    RequestRecord rec;
+    rec.id = id_ + "." + std::to_string(index);
+    rec.rpc = "GenerateBatch";
+    rec.prompt_tokens = prompt_tokens;
+    rec.generated_tokens = result.token_ids_size();
+    if (result.has_usage()) {
+        rec.ttft_ms = rec.generated_tokens > 0 ? result.usage().ttft_ms() : -1.0;
+        rec.total_ms = result.usage().total_ms();
+    }
+    rec.status = grpc::Status(static_cast<grpc::StatusCode>(result.status_code()), result.status_message());
+    host()->CountFinished(rec.status.error_code());
+    LogRequest(rec);
+    prepack::v1::GenerateBatchResponse resp;
+    resp.set_index(index);
+    *resp.mutable_result() = std::move(result);
+    Push(std::move(resp));   // false: the client is gone; the pump winds down
+}
+
+void BatchReactor::Submit(bool* have_slot) {
+    const prepack_engine* engine = host()->engine();
+    while (next_ < request_->requests_size() && !gone()) {
+        if (!*have_slot && !host()->TryAdmit()) return;   // full: wait for a slot to free up
+        *have_slot = false;
+        const int i = next_++;
+        auto prepared = std::make_unique<PreparedRequest>();
+        grpc::Status s = PrepareRequest(request_->requests(i), "requests[" + std::to_string(i) + "].", engine,
+                                        host()->model(), deadline_, prepared.get());
+        prepack_stream* stream = nullptr;
+        if (s.ok()) {
+            const prepack_status st = prepack_generate_start(host()->engine(), &prepared->request, &stream);
+            s = ToGrpc(st, st == PREPACK_OK ? "" : prepack_last_error());
+        }
+        if (!s.ok()) {
+            host()->Release();
+            prepack::v1::GenerateResult result;
+            result.set_finish_reason(prepack::v1::FINISH_REASON_ERROR);
+            result.set_status_code(s.error_code());
+            result.set_status_message(s.error_message());
+            Answer(static_cast<uint32_t>(i), std::move(result), static_cast<int32_t>(prepared->prompt_ids.size()));
+            continue;
+        }
+        std::lock_guard<std::mutex> lock(streams_mu_);
+        Running run;
+        run.index = static_cast<uint32_t>(i);
+        run.stream = stream;
+        // Cancelled while submitting: stop this one too.
+        if (stopped_) prepack_stream_cancel(stream);
+        running_.push_back(std::move(run));
+    }
+}
+
+bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {
+    prepack_event ev;
+    prepack_event_init(&ev);
+    const prepack_status st = prepack_stream_next(run->stream, timeout_ms, &ev);
+    if (st == PREPACK_DEADLINE_EXCEEDED) return false;
+    *got_event = true;
+    prepack::v1::GenerateResult& r = run->result;
+    if (st != PREPACK_OK) {
+        r.set_finish_reason(prepack::v1::FINISH_REASON_ERROR);
+        r.set_status_code(grpc::StatusCode::INTERNAL);
+        r.set_status_message(prepack_last_error());
+        return true;
+    }
+    if (ev.kind == PREPACK_EVENT_TOKEN) {
+        r.add_token_ids(ev.token);
+        r.mutable_text()->append(ev.text, ev.text_len);
+        if (request_->requests(static_cast<int>(run->index)).logprobs() ||
+            request_->requests(static_cast<int>(run->index)).top_logprobs() > 0) {
+            AddLogprob(ev, r.add_logprobs());
+        }
+        return false;
+    }
+    r.set_finish_reason(ToProto(ev.finish_reason));
+    FillUsage(ev.usage, r.mutable_usage());
+    grpc::StatusCode code = static_cast<grpc::StatusCode>(ev.status);
+    std::string message = ev.message;
+    if (code == grpc::StatusCode::CANCELLED && server_cancelled()) {
+        code = grpc::StatusCode::UNAVAILABLE;
+        message = "the server shut down before the request finished";
+    } else if (code == grpc::StatusCode::CANCELLED && std::chrono::system_clock::now() >= deadline_) {
+        code = grpc::StatusCode::DEADLINE_EXCEEDED;
+        message = "deadline exceeded";
+    }
+    r.set_status_code(code);
+    r.set_status_message(message);
+    return true;
+}
+
+bool BatchReactor::Drain(Running* run, int64_t first_timeout_ms, bool* got_event) {
+    int64_t timeout = first_timeout_ms;
+    while (true) {
+        bool got = false;
+        if (ReadOne(run, timeout, &got)) return true;
+        if (!got) return false;
+        *got_event = true;
+        timeout = 0;
+    }
+}
+
+void BatchReactor::Complete(size_t k) {
+    Running done;
+    {
+        std::lock_guard<std::mutex> lock(streams_mu_);
+        done = std::move(running_[k]);
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    prepack_stream_destroy(done.stream);
+    host()->Release();
+    // The text was assembled from whole-character pieces; check anyway.
+    done.result.set_text(ToValidUtf8(done.result.text()));
+    const int32_t prompt_tokens = done.result.usage().prompt_tokens();
+    Answer(done.index, std::move(done.result), prompt_tokens);
+}
+
+void BatchReactor::Pump() {
+    bool have_slot = true;   // taken by the handler for the first request
+    while (true) {
+        Submit(&have_slot);
+        if (running_.empty()) {
+            if (next_ >= request_->requests_size() || gone()) break;
+            // Every slot is taken by other calls: they end by themselves.
+            std::this_thread::sleep_for(std::chrono::milliseconds(kWaitMs));
+            continue;
+        }
+        bool got_event = false;
+        for (size_t k = 0; k < running_.size();) {
+            if (Drain(&running_[k], 0, &got_event)) {
+                Complete(k);
+                got_event = true;
+            } else {
+                ++k;
+            }
+        }
+        // Nothing new anywhere: sleep on the oldest stream instead of spinning.
+        if (!got_event && !running_.empty() && Drain(&running_.front(), kWaitMs, &got_event)) Complete(0);
+    }
+    if (have_slot) host()->Release();
+    Close(server_cancelled() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server shut down")
+                             : grpc::Status::OK);
+}
+
+}  // namespace prepackd

@@ -1,0 +1,21 @@
+// Conversions from libprepack's event structs to prepack.v1 messages.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "prepack/prepack.h"
+#include "prepack/v1/prepack.pb.h"
+
+namespace prepackd {
+
+prepack::v1::FinishReason ToProto(prepack_finish_reason reason);
+void FillUsage(const prepack_usage& usage, prepack::v1::Usage* out);
+// Appends a TOKEN event's logprob (and alternatives) to *out.
+void AddLogprob(const prepack_event& event, prepack::v1::TokenLogprob* out);
+
+// Protobuf strings must be UTF-8: bytes that are not (a lone byte-fallback
+// token, say) become U+FFFD. Valid text comes back unchanged.
+std::string ToValidUtf8(std::string_view bytes);
+
+}  // namespace prepackd

@@ -1,0 +1,127 @@
+// Package client is a small Go client for prepackd, the prepack inference
+// server (gRPC service prepack.v1.Prepack).
+//
+// It wraps the generated stubs in package prepackpb with what most callers
+// want: dialing with an optional bearer token, streaming one generation
+// while the tokens arrive, and asking whether the server is serving.
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"prepack.dev/prepack/service/go/prepackpb"
+)
+
+// Client is a connection to one prepackd. It is safe for concurrent use.
+type Client struct {
+	conn *grpc.ClientConn
+	// API and Health are the raw stubs, for calls this package does not wrap.
+	API    prepackpb.PrepackClient
+	Health healthpb.HealthClient
+}
+
+// Options configure Dial.
+type Options struct {
+	// Token is sent as "authorization: Bearer <Token>" (prepackd
+	// --auth-token-file). Empty: no token.
+	Token string
+	// TLS, when set, is used instead of a plaintext connection.
+	TLS credentials.TransportCredentials
+}
+
+// Dial connects to prepackd at addr ("127.0.0.1:50051"). It returns once
+// the connection is up or ctx is done.
+func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
+	dialOpts := []grpc.DialOption{grpc.WithBlock()}
+	if opts.TLS != nil {
+		dialOpts = append(dialOpts, grpc.WithTransportCredentials(opts.TLS))
+	} else {
+		// grpc-go 1.33 (Debian 12) predates credentials/insecure.
+		dialOpts = append(dialOpts, grpc.WithInsecure())
+	}
+	if opts.Token != "" {
+		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearer{token: opts.Token, secure: opts.TLS != nil}))
+	}
+	conn, err := grpc.DialContext(ctx, addr, dialOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, API: prepackpb.NewPrepackClient(conn), Health: healthpb.NewHealthClient(conn)}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Result is a whole generation.
+type Result struct {
+	TokenIDs     []int32
+	Text         string
+	FinishReason prepackpb.FinishReason
+	Usage        *prepackpb.Usage
+}
+
+// Generate streams one generation. onChunk (may be nil) sees every
+// response as it arrives, the last one included; an error from it cancels
+// the request. Cancelling ctx, or its deadline, stops the request on the
+// server within one decode step. Errors are gRPC status errors
+// (status.Code(err) gives codes.InvalidArgument, codes.OutOfRange, ...).
+func (c *Client) Generate(ctx context.Context, req *prepackpb.GenerateRequest,
+	onChunk func(*prepackpb.GenerateResponse) error) (*Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.API.Generate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		res.TokenIDs = append(res.TokenIDs, resp.TokenIds...)
+		res.Text += resp.Text
+		if resp.FinishReason != prepackpb.FinishReason_FINISH_REASON_UNSPECIFIED {
+			res.FinishReason = resp.FinishReason
+			res.Usage = resp.Usage
+		}
+		if onChunk != nil {
+			if err := onChunk(resp); err != nil {
+				return res, err
+			}
+		}
+	}
+}
+
+// Serving reports whether the server's health is SERVING (false while the
+// model loads or the server drains).
+func (c *Client) Serving(ctx context.Context) (bool, error) {
+	resp, err := c.Health.Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		return false, err
+	}
+	return resp.Status == healthpb.HealthCheckResponse_SERVING, nil
+}
+
+// bearer adds the shared token to every call.
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+// RequireTransportSecurity is false only for plaintext connections, which
+// prepackd accepts on loopback.
+func (b bearer) RequireTransportSecurity() bool { return b.secure }

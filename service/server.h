@@ -1,0 +1,43 @@
+// Server: prepackd's lifecycle. Start() opens the port with health
+// NOT_SERVING; LoadModel() loads and turns SERVING; BeginDrain() (SIGTERM)
+// turns NOT_SERVING and refuses new work; Stop() lets in-flight streams
+// finish within the grace period, cancels what is left and shuts down.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "engine_host.h"
+#include "health_service.h"
+#include "prepack_service.h"
+#include "server_options.h"
+
+namespace prepackd {
+
+class Server {
+public:
+    explicit Server(ServerOptions options);
+    ~Server();
+
+    // Listens on options.listen. *address receives "host:port" with the
+    // port actually bound (the one picked when the port was 0).
+    grpc::Status Start(std::string* address);
+    grpc::Status LoadModel();
+    // True once LoadModel() has succeeded.
+    bool loaded() const { return host_ != nullptr && host_->CheckLoaded().ok(); }
+    void BeginDrain();
+    // Returns false when calls were still running after everything was
+    // cancelled: the engine is then left alone (not freed).
+    bool Stop();
+
+private:
+    const ServerOptions             options_;
+    std::unique_ptr<EngineHost>     host_;
+    HealthService                   health_;
+    std::unique_ptr<PrepackService> service_;
+    std::unique_ptr<grpc::Server>   server_;
+};
+
+}  // namespace prepackd

@@ -1,0 +1,34 @@
+// prepackd's command line: what to serve, where, and with which limits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace prepackd {
+
+struct ServerOptions {
+    std::string model;                                  // GGUF path or synthetic:NAME
+    std::string listen = "127.0.0.1:50051";             // loopback unless told otherwise
+    int32_t     threads = 0;                            // engine CPU threads (0 = all)
+    uint64_t    kv_memory = 0;                          // KV budget in bytes (0 = engine default)
+    int32_t     max_batch_tokens = 1024;                // tokens per forward step
+    int32_t     max_running = 64;                       // sequences decoding at once
+    int32_t     max_queue = 256;                        // requests in flight before RESOURCE_EXHAUSTED
+    std::string policy = "fcfs";                        // fcfs | lru | batchllm
+    double      grace_seconds = 10.0;                   // SIGTERM: time left to in-flight streams
+    std::string tls_cert;                               // PEM files; both or neither
+    std::string tls_key;
+    std::string auth_token_file;                        // shared bearer token, one line
+    int32_t     max_message_bytes = 16 << 20;           // gRPC send and receive limit
+    int32_t     stream_buffer = 16;                     // responses queued per stream before the pump waits
+};
+
+// Parses argv into *options. Returns -1 to go on, or the exit code (0 after
+// --help, 2 after a bad flag) once the message has been printed.
+int ParseServerOptions(int argc, char** argv, ServerOptions* options);
+
+// True when `listen` names a loopback address (127.x.y.z, [::1], localhost).
+bool IsLoopback(const std::string& listen);
+
+}  // namespace prepackd

@@ -1,0 +1,60 @@
+// Small synchronous client helpers shared by the integration tests.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "prepack/v1/prepack.grpc.pb.h"
+
+namespace prepackd_test {
+
+// Everything one Generate call returned.
+struct Generated {
+    std::vector<int32_t>                   ids;
+    std::string                            text;
+    std::vector<prepack::v1::TokenLogprob> logprobs;
+    prepack::v1::FinishReason              finish = prepack::v1::FINISH_REASON_UNSPECIFIED;
+    prepack::v1::Usage                     usage;
+    int                                    messages = 0;
+    bool                                   tokens_after_finish = false;   // a protocol error
+    grpc::Status                           status;
+};
+
+// A greedy request for `text` (or for `ids` taken as given).
+prepack::v1::GenerateRequest Greedy(const std::string& text, int max_tokens);
+prepack::v1::GenerateRequest GreedyIds(const std::vector<int32_t>& ids, int max_tokens);
+
+// Runs one Generate call to its end (at most `timeout`). `token` adds
+// "authorization: Bearer <token>".
+Generated RunGenerate(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateRequest& request,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(120), const std::string& token = "");
+
+// GetStats, failing the current test on error.
+prepack::v1::Stats Stats(prepack::v1::Prepack::Stub& stub);
+
+// Polls GetStats (every 20 ms, up to `timeout`) until `done(stats)`; returns
+// the last stats seen.
+template <typename Pred>
+prepack::v1::Stats WaitForStats(prepack::v1::Prepack::Stub& stub, Pred done, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    prepack::v1::Stats s = Stats(stub);
+    while (!done(s) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        s = Stats(stub);
+    }
+    return s;
+}
+
+// The health status of `service` ("" = the server), or UNKNOWN on error.
+grpc::health::v1::HealthCheckResponse::ServingStatus HealthOf(const std::shared_ptr<grpc::Channel>& channel,
+                                                              const std::string& service = "");
+
+// A deadline `d` from now.
+std::chrono::system_clock::time_point In(std::chrono::milliseconds d);
+
+}  // namespace prepackd_test
