@@ -84,8 +84,8 @@ prepack_finish_reason ToC(prepack::FinishReason r) {
 }
 
 prepack_usage ToC(const prepack::Usage& u) {
-    return {u.prompt_tokens, u.completion_tokens, u.queue_seconds * 1e3, u.time_to_first_token * 1e3,
-            u.total_seconds * 1e3};
+    return {u.prompt_tokens,      u.completion_tokens,      u.queue_seconds * 1e3, u.time_to_first_token * 1e3,
+            u.total_seconds * 1e3, u.cached_prompt_tokens, u.pruned_fraction};
 }
 
 absl::StatusOr<prepack::Request> ToRequest(const prepack_request* in) {

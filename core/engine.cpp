@@ -113,6 +113,7 @@ struct Engine::Seq {
     bool                 is_prefix = false;
     int32_t              members_waiting = 0;   // prefix seq: members not yet admitted
     std::shared_ptr<Seq> prefix;                // member: its group's prefix seq
+    int32_t              cached_tokens = 0;     // prompt tokens taken from shared KV at admission
     bool                 in_plan = false;
     bool                 done = false;      // its finish event is queued
     int32_t              planned = 0;       // tokens fed in the current step
@@ -298,6 +299,7 @@ void Engine::Finish(Seq& seq, FinishReason reason, absl::Status status) {
     e.usage.queue_seconds = seq.t_scheduled >= 0 ? seq.t_scheduled - seq.t_submit : now - seq.t_submit;
     e.usage.time_to_first_token = seq.t_first_token >= 0 ? seq.t_first_token - seq.t_submit : 0.0;
     e.usage.total_seconds = now - seq.t_submit;
+    e.usage.cached_prompt_tokens = seq.cached_tokens;
     seq.stream->Push(std::move(e));
     std::lock_guard<std::mutex> lock(mu_);
     if (!seq.is_prefix) ++stats_.requests_finished;
@@ -347,12 +349,14 @@ bool Engine::Admit(const std::shared_ptr<Seq>& s) {
         Seq& p = *s->prefix;
         s->kv.Share(*pool_, p.kv.blocks(), p.n_prompt);
         s->num_computed = p.n_prompt;
+        s->cached_tokens = p.n_prompt;
     } else if (cache_ && s->num_computed == 0) {
         const std::vector<int32_t> blocks = cache_->Lookup(s->tokens, s->n_prompt);
         if (!blocks.empty()) {
             const int32_t n = static_cast<int32_t>(blocks.size()) * pool_->block_size();
             s->kv.Share(*pool_, blocks, n);
             s->num_computed = n;
+            s->cached_tokens = n;
         }
     }
     // Memory-centric admission: the rest of its prompt and its first token must fit.

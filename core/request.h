@@ -31,6 +31,8 @@ struct Usage {
     double  queue_seconds = 0.0;        // submitted -> first scheduled
     double  time_to_first_token = 0.0;  // submitted -> first token
     double  total_seconds = 0.0;        // submitted -> finished
+    int32_t cached_prompt_tokens = 0;   // prompt tokens whose KV came from a shared prefix (not computed)
+    double  pruned_fraction = 0.0;      // LazyLLM: fraction of prompt tokens skipped (0 without pruning)
 };
 
 struct Event {

@@ -19,10 +19,8 @@ prepack::v1::FinishReason ToProto(prepack_finish_reason reason) {
 void FillUsage(const prepack_usage& u, prepack::v1::Usage* out) {
     out->set_prompt_tokens(u.prompt_tokens);
     out->set_generated_tokens(u.completion_tokens);
-    // prepack_usage has no per-request prefix-cache or pruning figures yet:
-    // nothing is shared and nothing pruned until the C ABI reports them.
-    out->set_cached_prefix_tokens(0);
-    out->set_pruned_fraction(0.0);
+    out->set_cached_prefix_tokens(u.cached_prompt_tokens);
+    out->set_pruned_fraction(u.pruned_fraction);
     out->set_ttft_ms(u.ttft_ms);
     out->set_queue_ms(u.queue_ms);
     out->set_total_ms(u.total_ms);

@@ -268,11 +268,16 @@ TEST(EnginePolicies, EveryPolicyGivesEachRequestItsSoloTokens) {
         auto engine = MakeEngine("synthetic:tiny", 0, 64, policy);
         auto streams = engine->SubmitBatch(reqs);
         ASSERT_EQ(streams.size(), reqs.size());
+        std::vector<Usage> usage;
         for (size_t i = 0; i < reqs.size(); ++i) {
             ASSERT_TRUE(streams[i].ok()) << streams[i].status();
             const Collected c = Collect(**streams[i]);
             EXPECT_EQ(c.tokens, want[i]) << "request " << i;
             EXPECT_TRUE(c.finish.status.ok());
+            usage.push_back(c.finish.usage);
+            if (policy == SchedulePolicy::kFcfs) {
+                EXPECT_EQ(c.finish.usage.cached_prompt_tokens, 0);
+            }
         }
         EXPECT_EQ(SettledKvBytes(*engine), 0u) << "KV returns to zero after the batch";
         const EngineStats st = engine->Stats();
@@ -283,6 +288,7 @@ TEST(EnginePolicies, EveryPolicyGivesEachRequestItsSoloTokens) {
             // Each group's prefix once, every suffix and loner once: the tree's minimum.
             EXPECT_EQ(st.prompt_tokens_computed, uint64_t(3 * 80 + suffixes + 17 + 18));
             EXPECT_GT(st.cascade_decode_tokens, 0u) << "group members decode with cascade attention";
+            for (size_t i = 0; i < 12; ++i) EXPECT_EQ(usage[i].cached_prompt_tokens, 80) << "member " << i;
         } else {
             EXPECT_LT(st.prompt_tokens_computed, uint64_t(logical));
         }

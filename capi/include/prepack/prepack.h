@@ -85,7 +85,7 @@ extern "C" {
 #define PREPACK_VERSION_PATCH 0
 #define PREPACK_VERSION_STRING "0.1.0"
 /* Bumped whenever a struct gains a field or a function is added. */
-#define PREPACK_ABI_VERSION 1
+#define PREPACK_ABI_VERSION 2
 
 /* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
 ** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
@@ -278,6 +278,8 @@ typedef struct prepack_usage {
     double  queue_ms;       /* submitted -> first scheduled */
     double  ttft_ms;        /* submitted -> first token */
     double  total_ms;       /* submitted -> finished */
+    int32_t cached_prompt_tokens;   /* prompt tokens served from a shared prefix's KV (ABI 2) */
+    double  pruned_fraction;        /* LazyLLM: fraction of prompt tokens skipped (ABI 2) */
 } prepack_usage;
 
 typedef struct prepack_event {
