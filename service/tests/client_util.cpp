@@ -23,10 +23,11 @@ prepack::v1::GenerateRequest GreedyIds(const std::vector<int32_t>& ids, int max_
 }
 
 Generated RunGenerate(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateRequest& request,
-                      std::chrono::milliseconds timeout, const std::string& token) {
+                      std::chrono::milliseconds timeout, const std::string& token, bool wait_for_ready) {
     Generated g;
     grpc::ClientContext ctx;
     ctx.set_deadline(In(timeout));
+    ctx.set_wait_for_ready(wait_for_ready);
     if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
     auto reader = stub.Generate(&ctx, request);
     prepack::v1::GenerateResponse r;

@@ -31,8 +31,11 @@ prepack::v1::GenerateRequest GreedyIds(const std::vector<int32_t>& ids, int max_
 
 // Runs one Generate call to its end (at most `timeout`). `token` adds
 // "authorization: Bearer <token>".
+// wait_for_ready: the call waits (until its deadline) for a connection that
+// is still being set up instead of failing fast; load tests open many.
 Generated RunGenerate(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateRequest& request,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(120), const std::string& token = "");
+                      std::chrono::milliseconds timeout = std::chrono::seconds(120), const std::string& token = "",
+                      bool wait_for_ready = false);
 
 // GetStats, failing the current test on error.
 prepack::v1::Stats Stats(prepack::v1::Prepack::Stub& stub);

@@ -80,7 +80,8 @@ TEST(LoadTest, ConcurrentClientsGetTheirSoloTokens) {
             clients.emplace_back([&] {
                 auto own = prepack::v1::Prepack::NewStub(server->Channel(/*own_connection=*/true));
                 for (int i = next.fetch_add(1); i < kRequests; i = next.fetch_add(1)) {
-                    got[static_cast<size_t>(i)] = RunGenerate(*own, reqs[static_cast<size_t>(i)], std::chrono::seconds(60));
+                    got[static_cast<size_t>(i)] = RunGenerate(*own, reqs[static_cast<size_t>(i)], std::chrono::seconds(60),
+                                                              /*token=*/"", /*wait_for_ready=*/true);
                     times_seen[static_cast<size_t>(i)].fetch_add(1);
                 }
             });
