@@ -155,7 +155,6 @@ Engine::~Engine() {
 }
 
 absl::StatusOr<std::shared_ptr<Engine::Seq>> Engine::MakeSeq(Request request) const {
-    const ModelConfig& c = model_->config();
     PP_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
     if (request.max_tokens < 1) {
         return absl::InvalidArgumentError(absl::StrCat("max_tokens must be >= 1, got ", request.max_tokens));
@@ -169,23 +168,8 @@ absl::StatusOr<std::shared_ptr<Engine::Seq>> Engine::MakeSeq(Request request) co
     }
     auto seq = std::make_shared<Seq>(std::move(request), model_->tokenizer());
     Request& r = seq->request;
-    seq->tokens = r.prompt_tokens;
-    if (seq->tokens.empty()) {
-        if (r.prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
-        PP_ASSIGN_OR_RETURN(seq->tokens, model_->tokenizer().Encode(r.prompt, r.add_bos));
-    }
-    for (int32_t id : seq->tokens) {
-        if (id < 0 || id >= c.vocab_size) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("prompt token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
-        }
-    }
+    PP_ASSIGN_OR_RETURN(seq->tokens, ResolvePrompt(*model_, r.prompt, r.prompt_tokens, r.add_bos));
     seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
-    if (seq->n_prompt >= c.max_context) {
-        return absl::InvalidArgumentError(absl::StrCat("prompt has ", seq->n_prompt,
-                                                       " tokens but the model's context is ", c.max_context,
-                                                       " tokens (room is needed for at least one generated token)"));
-    }
     const int64_t blocks = (int64_t{seq->n_prompt} + 1 + pool_->block_size() - 1) / pool_->block_size();
     if (blocks > pool_->num_blocks()) {
         return absl::ResourceExhaustedError(absl::StrCat("prompt of ", seq->n_prompt,

@@ -96,24 +96,26 @@ void ForwardPass::WriteKv(const StepPlan& plan, int32_t layer) {
     }
 }
 
-void ForwardPass::Attention(const StepPlan& plan, int32_t layer) {
-    const ModelConfig& c = model_.config();
-    std::vector<cpu::AttentionSpan> spans;
-    spans.reserve(plan.seqs.size());
+void ForwardPass::PlanAttention(const StepPlan& plan) {
+    spans_.clear();
     for (const SeqStep& s : plan.seqs) {
-        spans.push_back({s.token_begin, s.n_tokens + s.n_pad, s.kv->num_tokens(), s.kv->blocks().data()});
+        spans_.push_back({s.token_begin, s.n_tokens + s.n_pad, s.kv->num_tokens(), s.kv->blocks().data()});
     }
+    // Decode sequences that share prefix blocks get cascade attention.
+    shared_.clear();
+    if (cascade_) {
+        shared_ = cpu::FindSharedPrefixes(spans_.data(), static_cast<int32_t>(spans_.size()), pool_.block_size(),
+                                          kCascadeMinSharedTokens, 2);
+    }
+    for (const auto& g : shared_) cascade_queries_ += g.spans.size();
+}
+
+void ForwardPass::Attention(int32_t layer) {
+    const ModelConfig& c = model_.config();
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     const cpu::PagedKv kv{pool_.LayerK(layer), pool_.LayerV(layer), pool_.block_size(), c.kv_dim()};
-    // Decode sequences that share prefix blocks get cascade attention; the
-    // groups are the same in every layer, so they are found once per step.
-    if (layer == 0) {
-        shared_ = cascade_ ? cpu::FindSharedPrefixes(spans.data(), static_cast<int32_t>(spans.size()),
-                                                     pool_.block_size(), kCascadeMinSharedTokens, 2)
-                           : std::vector<cpu::SharedPrefixGroup>{};
-        for (const auto& g : shared_) cascade_queries_ += g.spans.size();
-    }
-    cpu::PagedAttention(qkv_.data(), att_.data(), shape, spans.data(), static_cast<int32_t>(spans.size()), kv, shared_);
+    cpu::PagedAttention(qkv_.data(), att_.data(), shape, spans_.data(), static_cast<int32_t>(spans_.size()), kv,
+                        shared_);
 }
 
 void ForwardPass::Logits(const StepPlan& plan, StepOutput* out) {
@@ -158,6 +160,8 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
     // give them a defined value once.
     std::memset(att_.data(), 0, t * c.q_dim() * sizeof(float));
 
+    // Spans and shared-prefix groups are the same in every layer.
+    PlanAttention(plan);
     cpu::Gather(w.token_embd, plan.tokens.data(), x_.data(), t, d);
     for (int32_t l = 0; l < c.n_layers; ++l) {
         const LayerWeights& lw = w.layers[l];
@@ -168,7 +172,7 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
         cpu::Rope(qkv_.data(), t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim,
                   plan.positions.data(), inv_freq_.data());
         WriteKv(plan, l);
-        Attention(plan, l);
+        Attention(l);
         cpu::Linear(att_.data(), lw.wo, x_.data(), t, d, c.q_dim(), true);   // x += attn Wo^T
 
         cpu::RmsNorm(x_.data(), lw.ffn_norm, xb_.data(), t, d, c.norm_eps);

@@ -50,7 +50,8 @@ public:
 private:
     absl::Status Validate(const StepPlan& plan) const;
     void WriteKv(const StepPlan& plan, int32_t layer);
-    void Attention(const StepPlan& plan, int32_t layer);
+    void PlanAttention(const StepPlan& plan);
+    void Attention(int32_t layer);
     void Logits(const StepPlan& plan, StepOutput* out);
 
     const Model&  model_;
@@ -60,6 +61,7 @@ private:
     AlignedFloats x_, xb_, qkv_, att_, gu_, hb_;
     bool          cascade_ = true;
     uint64_t      cascade_queries_ = 0;
+    std::vector<cpu::AttentionSpan>     spans_;    // this step's, for every layer
     std::vector<cpu::SharedPrefixGroup> shared_;
     uint64_t      logits_bytes_ = 0;
 };

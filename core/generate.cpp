@@ -16,14 +16,13 @@ const char* FinishReasonName(FinishReason r) {
     return "unknown";
 }
 
-namespace {
-
-absl::StatusOr<std::vector<int32_t>> PromptTokens(const Model& model, const GenerateRequest& r) {
+absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std::string& prompt,
+                                                   const std::vector<int32_t>& prompt_tokens, bool add_bos) {
     const ModelConfig& c = model.config();
-    std::vector<int32_t> ids = r.prompt_tokens;
+    std::vector<int32_t> ids = prompt_tokens;
     if (ids.empty()) {
-        if (r.prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
-        PP_ASSIGN_OR_RETURN(ids, model.tokenizer().Encode(r.prompt, r.add_bos));
+        if (prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
+        PP_ASSIGN_OR_RETURN(ids, model.tokenizer().Encode(prompt, add_bos));
     }
     for (int32_t id : ids) {
         if (id < 0 || id >= c.vocab_size) {
@@ -39,8 +38,6 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(const Model& model, const Gene
     return ids;
 }
 
-}  // namespace
-
 absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequest& request,
                                         const TextCallback& on_text) {
     const Model& model = forward.model();
@@ -51,7 +48,7 @@ absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequ
         return absl::InvalidArgumentError(absl::StrCat("max_tokens must be >= 0, got ", request.max_tokens));
     }
     GenerateResult result;
-    PP_ASSIGN_OR_RETURN(result.prompt_tokens, PromptTokens(model, request));
+    PP_ASSIGN_OR_RETURN(result.prompt_tokens, ResolvePrompt(model, request.prompt, request.prompt_tokens, request.add_bos));
     const std::vector<int32_t>& prompt = result.prompt_tokens;
     const int32_t n_prompt = static_cast<int32_t>(prompt.size());
 

@@ -47,6 +47,12 @@ using TextCallback = std::function<void(std::string_view)>;
 absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequest& request,
                                         const TextCallback& on_text = {});
 
+// The prompt's token ids: `prompt_tokens` as given, else `prompt` encoded.
+// INVALID_ARGUMENT for an empty prompt, invalid UTF-8, ids outside the
+// vocabulary, or a prompt that leaves no room in the context.
+absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std::string& prompt,
+                                                   const std::vector<int32_t>& prompt_tokens, bool add_bos);
+
 // Prefill chunk size: bounds activation memory for long prompts.
 constexpr int32_t kPrefillChunk = 512;
 
