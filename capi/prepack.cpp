@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -18,7 +19,8 @@ struct prepack_engine {
 };
 
 struct prepack_stream {
-    std::unique_ptr<prepack::Stream> stream;
+    std::unique_ptr<prepack::Stream> stream;    // null for a batch request that could not start:
+    bool                             error_pending = false;   // then `current` is its END event, until read
     prepack::Event                   current;   // owns what the last delivered event points to
     std::vector<int32_t>             top_ids;
     std::vector<float>               top_logprobs;
@@ -391,8 +393,12 @@ prepack_status prepack_stream_next(prepack_stream* stream, int64_t timeout_ms, p
         if (event->struct_size < sizeof(size_t)) {
             return Fail(PREPACK_INVALID_ARGUMENT, "event.struct_size is not set (call prepack_event_init)");
         }
-        if (stream->stream->finished()) return Fail(PREPACK_OUT_OF_RANGE, "the stream has ended");
-        if (!stream->stream->Next(&stream->current, timeout_ms)) {
+        if (stream->stream == nullptr) {
+            if (!stream->error_pending) return Fail(PREPACK_OUT_OF_RANGE, "the stream has ended");
+            stream->error_pending = false;
+        } else if (stream->stream->finished()) {
+            return Fail(PREPACK_OUT_OF_RANGE, "the stream has ended");
+        } else if (!stream->stream->Next(&stream->current, timeout_ms)) {
             return Fail(PREPACK_DEADLINE_EXCEEDED, "no event within the timeout");
         }
         FillEvent(stream, event);
@@ -403,7 +409,7 @@ prepack_status prepack_stream_next(prepack_stream* stream, int64_t timeout_ms, p
 prepack_status prepack_stream_cancel(prepack_stream* stream) {
     return Guard([&] {
         if (stream == nullptr) return Fail(PREPACK_INVALID_ARGUMENT, "stream is NULL");
-        stream->stream->Cancel();
+        if (stream->stream != nullptr) stream->stream->Cancel();
         return PREPACK_OK;
     });
 }
@@ -442,30 +448,24 @@ void prepack_batch_options_init(prepack_batch_options* o) {
     o->struct_size = sizeof *o;
 }
 
-prepack_status prepack_generate_batch(prepack_engine* engine, const prepack_request* const* requests, size_t n,
-                                      const prepack_batch_options* options, prepack_result** results) {
+prepack_status prepack_generate_batch_start(prepack_engine* engine, const prepack_request* const* requests, size_t n,
+                                            prepack_stream** streams) {
     return Guard([&] {
-        if (engine == nullptr || requests == nullptr || results == nullptr || n == 0) {
-            return Fail(PREPACK_INVALID_ARGUMENT, "engine, requests or results is NULL, or n is 0");
+        if (engine == nullptr || requests == nullptr || streams == nullptr || n == 0) {
+            return Fail(PREPACK_INVALID_ARGUMENT, "engine, requests or streams is NULL, or n is 0");
         }
-        prepack_batch_options o;
-        prepack_batch_options_init(&o);
-        if (options != nullptr && !CopySized(options, &o)) {
-            return Fail(PREPACK_INVALID_ARGUMENT, "options.struct_size is not set (call prepack_batch_options_init)");
-        }
-        // calloc: results of requests that never start stay valid (empty) to free.
-        auto* out = static_cast<prepack_result*>(std::calloc(n, sizeof(prepack_result)));
-        if (out == nullptr) return Fail(PREPACK_RESOURCE_EXHAUSTED, "out of memory");
-        std::unique_ptr<prepack_result, void (*)(prepack_result*)> guard(out, [](prepack_result*) {});
-        auto set_error = [&](size_t i, const absl::Status& s) {
-            out[i].status = static_cast<prepack_status>(s.code());
-            out[i].finish_reason = PREPACK_FINISH_ERROR;
-            out[i].message = CopyString(std::string(s.message()));
-            out[i].text = CopyString("");
+        // Build every C stream first, so an allocation failure leaves nothing behind.
+        std::vector<std::unique_ptr<prepack_stream>> out(n);
+        for (auto& s : out) s = std::make_unique<prepack_stream>();
+        auto set_error = [&](size_t i, const absl::Status& st) {
+            prepack::Event& e = out[i]->current;
+            e.kind = prepack::Event::Kind::kFinish;
+            e.finish_reason = prepack::FinishReason::kError;
+            e.status = st;
+            out[i]->error_pending = true;
         };
         // The whole batch goes in at once, so the engine's policy sees all of
         // it (under BatchLLM: one prefix tree over every prompt).
-        std::vector<std::unique_ptr<prepack::Stream>> streams(n);
         std::vector<prepack::Request> valid;
         std::vector<size_t> index;
         for (size_t i = 0; i < n; ++i) {
@@ -480,30 +480,52 @@ prepack_status prepack_generate_batch(prepack_engine* engine, const prepack_requ
         auto submitted = engine->engine->SubmitBatch(std::move(valid));
         for (size_t k = 0; k < submitted.size(); ++k) {
             if (submitted[k].ok()) {
-                streams[index[k]] = std::move(*submitted[k]);
+                out[index[k]]->stream = std::move(*submitted[k]);
             } else {
                 set_error(index[k], submitted[k].status());
             }
         }
+        for (size_t i = 0; i < n; ++i) streams[i] = out[i].release();
+        return PREPACK_OK;
+    });
+}
+
+prepack_status prepack_generate_batch(prepack_engine* engine, const prepack_request* const* requests, size_t n,
+                                      const prepack_batch_options* options, prepack_result** results) {
+    return Guard([&] {
+        if (engine == nullptr || requests == nullptr || results == nullptr || n == 0) {
+            return Fail(PREPACK_INVALID_ARGUMENT, "engine, requests or results is NULL, or n is 0");
+        }
+        prepack_batch_options o;
+        prepack_batch_options_init(&o);
+        if (options != nullptr && !CopySized(options, &o)) {
+            return Fail(PREPACK_INVALID_ARGUMENT, "options.struct_size is not set (call prepack_batch_options_init)");
+        }
+        // calloc: results not yet filled stay valid (empty) to free.
+        auto* out = static_cast<prepack_result*>(std::calloc(n, sizeof(prepack_result)));
+        if (out == nullptr) return Fail(PREPACK_RESOURCE_EXHAUSTED, "out of memory");
+        std::unique_ptr<prepack_result, std::function<void(prepack_result*)>> owned(
+            out, [n](prepack_result* r) { prepack_results_free(r, n); });
+        std::vector<prepack_stream*> raw(n, nullptr);
+        if (prepack_status st = prepack_generate_batch_start(engine, requests, n, raw.data()); st != PREPACK_OK) return st;
+        std::vector<std::unique_ptr<prepack_stream, void (*)(prepack_stream*)>> streams;
+        for (prepack_stream* s : raw) streams.emplace_back(s, prepack_stream_destroy);
         size_t done = 0;
         for (size_t i = 0; i < n; ++i) {
-            if (!streams[i]) {
-                if (o.progress) o.progress(++done, n, o.user_data);
-                continue;
-            }
             std::vector<int32_t> tokens;
             std::string text;
-            prepack::Event e;
-            while (streams[i]->Next(&e, -1)) {
-                if (e.kind == prepack::Event::Kind::kToken) {
+            prepack_event e;
+            prepack_event_init(&e);
+            while (prepack_stream_next(streams[i].get(), -1, &e) == PREPACK_OK) {
+                if (e.kind == PREPACK_EVENT_TOKEN) {
                     tokens.push_back(e.token);
-                    text += e.text;
+                    text.append(e.text, e.text_len);
                     continue;
                 }
-                out[i].finish_reason = ToC(e.finish_reason);
-                out[i].status = static_cast<prepack_status>(e.status.code());
-                out[i].usage = ToC(e.usage);
-                out[i].message = CopyString(std::string(e.status.message()));
+                out[i].finish_reason = e.finish_reason;
+                out[i].status = e.status;
+                out[i].usage = e.usage;
+                out[i].message = CopyString(e.message);
             }
             out[i].tokens = static_cast<int32_t*>(std::malloc(std::max<size_t>(tokens.size(), 1) * sizeof(int32_t)));
             if (out[i].tokens == nullptr) throw std::bad_alloc();
@@ -511,9 +533,11 @@ prepack_status prepack_generate_batch(prepack_engine* engine, const prepack_requ
             out[i].n_tokens = tokens.size();
             out[i].text = CopyString(text);
             out[i].text_len = text.size();
+            streams[i].reset();   // frees this request's engine state now, not at the end of the batch
             if (o.progress) o.progress(++done, n, o.user_data);
         }
-        *results = out;
+        *results = owned.release();
+        g_last_error.clear();
         return PREPACK_OK;
     });
 }

@@ -1,5 +1,7 @@
 #include "batch_reactor.h"
 
+#include <memory>
+
 #include "convert.h"
 #include "request_builder.h"
 #include "request_log.h"
@@ -45,36 +47,57 @@ void BatchReactor::Answer(uint32_t index, prepack::v1::GenerateResult result, in
 }
 
 void BatchReactor::Submit(bool* have_slot) {
-    const prepack_engine* engine = host()->engine();
+    // Take every admission slot free now and submit those requests in one
+    // call, so the engine's policy sees them together (under BatchLLM: one
+    // prefix tree over all of them, shared prefixes computed once).
+    std::vector<uint32_t> indices;
+    std::vector<std::unique_ptr<PreparedRequest>> prepared;
     while (next_ < request_->requests_size() && !gone()) {
-        if (!*have_slot && !host()->TryAdmit()) return;   // full: wait for a slot to free up
+        if (!*have_slot && !host()->TryAdmit()) break;   // full: the rest wait for slots to free up
         *have_slot = false;
         const int i = next_++;
-        auto prepared = std::make_unique<PreparedRequest>();
-        grpc::Status s = PrepareRequest(request_->requests(i), "requests[" + std::to_string(i) + "].", engine,
-                                        host()->model(), deadline_, prepared.get());
-        prepack_stream* stream = nullptr;
-        if (s.ok()) {
-            const prepack_status st = prepack_generate_start(host()->engine(), &prepared->request, &stream);
-            s = ToGrpc(st, st == PREPACK_OK ? "" : prepack_last_error());
-        }
+        auto p = std::make_unique<PreparedRequest>();
+        const grpc::Status s = PrepareRequest(request_->requests(i), "requests[" + std::to_string(i) + "].",
+                                              host()->engine(), host()->model(), deadline_, p.get());
         if (!s.ok()) {
-            host()->Release();
-            prepack::v1::GenerateResult result;
-            result.set_finish_reason(prepack::v1::FINISH_REASON_ERROR);
-            result.set_status_code(s.error_code());
-            result.set_status_message(s.error_message());
-            Answer(static_cast<uint32_t>(i), std::move(result), static_cast<int32_t>(prepared->prompt_ids.size()));
+            AnswerError(static_cast<uint32_t>(i), s, static_cast<int32_t>(p->prompt_ids.size()));
             continue;
         }
-        std::lock_guard<std::mutex> lock(streams_mu_);
+        indices.push_back(static_cast<uint32_t>(i));
+        prepared.push_back(std::move(p));
+    }
+    if (indices.empty()) return;
+    std::vector<const prepack_request*> requests;
+    for (const auto& p : prepared) requests.push_back(&p->request);
+    std::vector<prepack_stream*> streams(requests.size(), nullptr);
+    const prepack_status st = prepack_generate_batch_start(host()->engine(), requests.data(), requests.size(), streams.data());
+    if (st != PREPACK_OK) {
+        const grpc::Status s = ToGrpc(st, prepack_last_error());
+        for (size_t k = 0; k < indices.size(); ++k) {
+            AnswerError(indices[k], s, static_cast<int32_t>(prepared[k]->prompt_ids.size()));
+        }
+        return;
+    }
+    // A request the engine refused has a stream holding just its error; it
+    // is read and answered like any other.
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    for (size_t k = 0; k < indices.size(); ++k) {
         Running run;
-        run.index = static_cast<uint32_t>(i);
-        run.stream = stream;
-        // Cancelled while submitting: stop this one too.
-        if (stopped_) prepack_stream_cancel(stream);
+        run.index = indices[k];
+        run.stream = streams[k];
+        // Cancelled while submitting: stop these too.
+        if (stopped_) prepack_stream_cancel(run.stream);
         running_.push_back(std::move(run));
     }
+}
+
+void BatchReactor::AnswerError(uint32_t index, const grpc::Status& status, int32_t prompt_tokens) {
+    host()->Release();
+    prepack::v1::GenerateResult result;
+    result.set_finish_reason(prepack::v1::FINISH_REASON_ERROR);
+    result.set_status_code(status.error_code());
+    result.set_status_message(status.error_message());
+    Answer(index, std::move(result), prompt_tokens);
 }
 
 bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {

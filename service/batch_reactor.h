@@ -1,6 +1,7 @@
 // BatchReactor: one GenerateBatch call. Its pump submits the requests with
-// prepack_generate_start as admission slots allow (all of them are batched
-// together by the engine), reads every running stream, and pushes each
+// prepack_generate_batch_start, as many at once as admission slots allow (so
+// the engine's BatchLLM policy groups them by shared prefix), reads every
+// running stream, and pushes each
 // result as soon as its request finishes, tagged with the request's index.
 // A request that fails (bad field, deadline) gets its status in its own
 // result; the others go on.
@@ -47,6 +48,8 @@ private:
     // Frees running_[k]'s stream and slot and pushes its result.
     void Complete(size_t k);
     void Answer(uint32_t index, prepack::v1::GenerateResult result, int32_t prompt_tokens);
+    // Frees the request's admission slot and answers it with `status`.
+    void AnswerError(uint32_t index, const grpc::Status& status, int32_t prompt_tokens);
 
     const std::string                           id_;
     const prepack::v1::GenerateBatchRequest*    request_;

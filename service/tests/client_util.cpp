@@ -67,6 +67,14 @@ grpc::health::v1::HealthCheckResponse::ServingStatus HealthOf(const std::shared_
     return resp.status();
 }
 
+bool WaitUntilServing(const std::shared_ptr<grpc::Channel>& channel) {
+    for (int i = 0; i < 500; ++i) {
+        if (HealthOf(channel) == grpc::health::v1::HealthCheckResponse::SERVING) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
 std::chrono::system_clock::time_point In(std::chrono::milliseconds d) { return std::chrono::system_clock::now() + d; }
 
 }  // namespace prepackd_test

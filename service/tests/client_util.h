@@ -57,6 +57,9 @@ prepack::v1::Stats WaitForStats(prepack::v1::Prepack::Stub& stub, Pred done, std
 grpc::health::v1::HealthCheckResponse::ServingStatus HealthOf(const std::shared_ptr<grpc::Channel>& channel,
                                                               const std::string& service = "");
 
+// Waits (polling, up to 10 s) until the server reports SERVING. False if it never does.
+bool WaitUntilServing(const std::shared_ptr<grpc::Channel>& channel);
+
 // A deadline `d` from now.
 std::chrono::system_clock::time_point In(std::chrono::milliseconds d);
 

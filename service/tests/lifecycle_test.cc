@@ -191,9 +191,7 @@ TEST(LifecycleTest, GracePeriodEndCancelsWhatIsLeft) {
     auto server = ServerProcess::Start({"--model", "synthetic:tiny", "--threads", "1", "--grace-seconds", "0.5"}, &error);
     ASSERT_NE(server, nullptr) << error;
     auto stub = prepack::v1::Prepack::NewStub(server->Channel());
-    for (int i = 0; i < 500 && HealthOf(server->Channel()) != HealthCheckResponse::SERVING; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    WaitUntilServing(server->Channel());
     prepack::v1::GenerateRequest req = Greedy("Once upon a time", 2000);
     req.mutable_sampling()->set_ignore_eos(true);
     grpc::ClientContext ctx;
@@ -219,9 +217,7 @@ TEST(LifecycleTest, SlowReaderDoesNotBlockOtherStreams) {
     auto server = ServerProcess::Start({"--model", "synthetic:tiny", "--threads", "1", "--stream-buffer", "2"}, &error);
     ASSERT_NE(server, nullptr) << error;
     auto stub = prepack::v1::Prepack::NewStub(server->Channel());
-    for (int i = 0; i < 500 && HealthOf(server->Channel()) != HealthCheckResponse::SERVING; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    WaitUntilServing(server->Channel());
     // Big messages (20 alternatives a token), so the slow stream's unread
     // output outgrows the HTTP/2 window and its pump has to wait.
     prepack::v1::GenerateRequest slow_req = Greedy("Once upon a time", 600);
@@ -276,9 +272,7 @@ TEST(LifecycleTest, ServesTlsWhenGivenACertificate) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     auto tls = grpc::CreateChannel(server->address(), grpc::SslCredentials(ssl));
-    for (int i = 0; i < 500 && HealthOf(tls) != HealthCheckResponse::SERVING; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    WaitUntilServing(tls);
     auto stub = prepack::v1::Prepack::NewStub(tls);
     prepack::v1::GenerateRequest req = Greedy("hello", 8);
     req.mutable_sampling()->set_ignore_eos(true);

@@ -45,9 +45,7 @@ TEST(LoadTest, ConcurrentClientsGetTheirSoloTokens) {
                                        &error);
     ASSERT_NE(server, nullptr) << error;
     auto channel = server->Channel();
-    for (int i = 0; i < 500 && HealthOf(channel) != grpc::health::v1::HealthCheckResponse::SERVING; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    WaitUntilServing(channel);
     auto stub = prepack::v1::Prepack::NewStub(channel);
     const auto reqs = Workload();
     int64_t total_tokens = 0;

@@ -32,9 +32,7 @@ std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra = {}) {
     auto p = ServerProcess::Start(args, &error);
     EXPECT_NE(p, nullptr) << error;
     if (p == nullptr) return p;
-    for (int i = 0; i < 500 && HealthOf(p->Channel()) != grpc::health::v1::HealthCheckResponse::SERVING; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    WaitUntilServing(p->Channel());
     return p;
 }
 

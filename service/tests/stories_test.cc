@@ -55,9 +55,7 @@ protected:
         ASSERT_EQ(cases_->size(), 2u);
         stub_ = prepack::v1::Prepack::NewStub(server_->Channel());
         // The suite's server was started before the first test: wait until it serves.
-        for (int i = 0; i < 500 && HealthOf(server_->Channel()) != grpc::health::v1::HealthCheckResponse::SERVING; ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
+        WaitUntilServing(server_->Channel());
     }
 
     static ServerProcess*     server_;

@@ -178,6 +178,12 @@ int main(void) {
     CHECK_INVALID(prepack_generate_batch(engine, NULL, 1, NULL, &results));
     CHECK_INVALID(prepack_generate_batch(engine, one, 0, NULL, &results));
     CHECK_INVALID(prepack_generate_batch(engine, one, 1, NULL, NULL));
+    prepack_stream *streams[1] = {NULL};
+    CHECK_INVALID(prepack_generate_batch_start(NULL, one, 1, streams));
+    CHECK_INVALID(prepack_generate_batch_start(engine, NULL, 1, streams));
+    CHECK_INVALID(prepack_generate_batch_start(engine, one, 0, streams));
+    CHECK_INVALID(prepack_generate_batch_start(engine, one, 1, NULL));
+    CHECK(streams[0] == NULL);
 
     CHECK(strcmp(prepack_status_str(PREPACK_RESOURCE_EXHAUSTED), "RESOURCE_EXHAUSTED") == 0);
     CHECK(strcmp(prepack_status_str((prepack_status)99), "UNKNOWN_STATUS_CODE") == 0);

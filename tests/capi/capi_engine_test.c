@@ -120,6 +120,40 @@ int main(void) {
     CHECK(results[2].status == PREPACK_OK && (int)results[2].n_tokens == solo[2].n);
     prepack_results_free(results, N_REQ);
 
+    /* The streaming batch: poll every stream without blocking; each ends
+    ** with its solo tokens, and the bad request's stream holds only its error. */
+    prepack_stream *bs[N_REQ];
+    CHECK_STATUS(prepack_generate_batch_start(g_engine, ptrs, N_REQ, bs), PREPACK_OK);
+    int32_t got[N_REQ][MAX_IDS];
+    int n_got[N_REQ] = {0}, ended[N_REQ] = {0}, open_streams = N_REQ;
+    prepack_event bev;
+    prepack_event_init(&bev);
+    while (open_streams > 0) {
+        for (int i = 0; i < N_REQ; ++i) {
+            if (ended[i]) continue;
+            const prepack_status bst = prepack_stream_next(bs[i], 0, &bev);
+            if (bst == PREPACK_DEADLINE_EXCEEDED) continue;
+            CHECK_STATUS(bst, PREPACK_OK);
+            if (bst == PREPACK_OK && bev.kind == PREPACK_EVENT_TOKEN && n_got[i] < MAX_IDS) {
+                got[i][n_got[i]++] = bev.token;
+                continue;
+            }
+            ended[i] = 1;
+            --open_streams;
+            if (i == 3) {
+                CHECK(bev.status == PREPACK_INVALID_ARGUMENT && bev.finish_reason == PREPACK_FINISH_ERROR);
+                CHECK(strstr(bev.message, "top_p") != NULL);
+                CHECK(n_got[i] == 0);
+            } else {
+                CHECK(bev.status == PREPACK_OK && bev.finish_reason == PREPACK_FINISH_LENGTH);
+                CHECK(n_got[i] == solo[i].n && memcmp(got[i], solo[i].ids, sizeof(int32_t) * (size_t)solo[i].n) == 0);
+            }
+            CHECK_STATUS(prepack_stream_next(bs[i], 0, &bev), PREPACK_OUT_OF_RANGE);
+        }
+    }
+    for (int i = 0; i < N_REQ; ++i) prepack_stream_destroy(bs[i]);
+    CHECK_STATUS(prepack_generate_batch_start(g_engine, ptrs, 0, bs), PREPACK_INVALID_ARGUMENT);
+
     /* Cancellation from another thread. */
     prepack_request rq;
     prepack_request_init(&rq);

@@ -85,7 +85,7 @@ extern "C" {
 #define PREPACK_VERSION_PATCH 0
 #define PREPACK_VERSION_STRING "0.1.0"
 /* Bumped whenever a struct gains a field or a function is added. */
-#define PREPACK_ABI_VERSION 2
+#define PREPACK_ABI_VERSION 3
 
 /* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
 ** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
@@ -380,6 +380,19 @@ PREPACK_API void prepack_batch_options_init(prepack_batch_options *options);
 PREPACK_API prepack_status prepack_generate_batch(prepack_engine *engine, const prepack_request *const *requests,
                                                   size_t n, const prepack_batch_options *options,
                                                   prepack_result **results);
+
+/* The streaming form of prepack_generate_batch() (ABI 3): submits `n`
+** requests as one batch under the engine's policy and stores one stream per
+** request in streams[0..n-1], to read and free as streams from
+** prepack_generate_start(). Results arrive in whatever order the requests
+** finish; wait on several streams by polling each with a timeout of 0. A
+** request that cannot start (bad field, never fits the KV budget, engine
+** shutting down) still gets a stream whose only event is END with
+** PREPACK_FINISH_ERROR and that request's status and message. Returns
+** INVALID_ARGUMENT for NULL arguments or n == 0 (then no stream is made).
+** Thread-safe. */
+PREPACK_API prepack_status prepack_generate_batch_start(prepack_engine *engine, const prepack_request *const *requests,
+                                                        size_t n, prepack_stream **streams);
 
 /* Frees what prepack_generate_batch() returned. NULL is a no-op. */
 PREPACK_API void prepack_results_free(prepack_result *results, size_t n);
