@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/lazy_state.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
@@ -33,7 +34,8 @@ uint64_t ForwardPass::ActivationBytes(const ModelConfig& c, int64_t tokens, int6
 }
 
 uint64_t ForwardPass::workspace_bytes() const {
-    return (x_.size() + xb_.size() + qkv_.size() + att_.size() + gu_.size() + hb_.size()) * sizeof(float) +
+    return (x_.size() + xb_.size() + qkv_.size() + att_.size() + gu_.size() + hb_.size() + x_next_.size()) *
+               sizeof(float) +
            logits_bytes_;
 }
 
@@ -63,6 +65,16 @@ absl::Status ForwardPass::Validate(const StepPlan& plan) const {
         for (int64_t i = s.token_begin; i < s.token_begin + rows; ++i) {
             if (covered[i]++) return absl::InvalidArgumentError(absl::StrCat("row ", i, " is in two spans"));
         }
+        if (s.lazy != nullptr) {
+            if (s.n_pad != 0 || s.logits == LogitsWanted::kAll) {
+                return absl::InvalidArgumentError("a LazyLLM span cannot have padding or want every row's logits");
+            }
+            for (int32_t i = 0; i < s.n_tokens; ++i) {
+                if (plan.positions[s.token_begin + i] != s.kv->num_tokens() + i) {
+                    return absl::InvalidArgumentError("a LazyLLM span's positions must be its token indices");
+                }
+            }
+        }
         if (s.kv->num_tokens() + rows > s.kv->capacity()) {
             return absl::FailedPreconditionError(absl::StrCat(
                 "sequence needs KV room for ", s.kv->num_tokens() + rows, " tokens but has ",
@@ -78,28 +90,61 @@ absl::Status ForwardPass::Validate(const StepPlan& plan) const {
     return absl::OkStatus();
 }
 
+void ForwardPass::InitRows(const StepPlan& plan) {
+    const int64_t t = static_cast<int64_t>(plan.tokens.size());
+    row_pos_ = plan.positions;
+    row_slot_.assign(t, -1);
+    seq_rows_.clear();
+    for (const SeqStep& s : plan.seqs) {
+        const int32_t rows = s.n_tokens + s.n_pad;
+        for (int32_t i = 0; i < rows; ++i) row_slot_[s.token_begin + i] = s.kv->num_tokens() + i;
+        seq_rows_.push_back({s.token_begin, rows});
+        if (s.lazy != nullptr) s.lazy->Reserve(s.kv->num_tokens() + s.n_tokens);
+    }
+}
+
+void ForwardPass::EnsureActivations(int64_t t) {
+    const ModelConfig& c = model_.config();
+    x_.EnsureSize(t * c.dim);
+    xb_.EnsureSize(t * std::max<int64_t>(c.dim, c.q_dim()));
+    qkv_.EnsureSize(t * c.qkv_dim());
+    att_.EnsureSize(t * c.q_dim());
+    gu_.EnsureSize(t * 2 * c.hidden_dim);
+    hb_.EnsureSize(t * c.hidden_dim);
+}
+
 void ForwardPass::WriteKv(const StepPlan& plan, int32_t layer) {
     const ModelConfig& c = model_.config();
     const int32_t bs = pool_.block_size();
     const int64_t kv = c.kv_dim(), stride = c.qkv_dim(), q = c.q_dim();
-    for (const SeqStep& s : plan.seqs) {
-        const int32_t before = s.kv->num_tokens();
+    for (size_t k = 0; k < plan.seqs.size(); ++k) {
+        const SeqStep& s = plan.seqs[k];
+        const SeqRows rows = seq_rows_[k];
         const int32_t* blocks = s.kv->blocks().data();
 #pragma omp parallel for schedule(static)
-        for (int32_t i = 0; i < s.n_tokens + s.n_pad; ++i) {
-            const int32_t slot = before + i;
+        for (int32_t i = 0; i < rows.count; ++i) {
+            const int32_t slot = row_slot_[rows.begin + i];
             const size_t off = static_cast<size_t>(slot % bs) * kv;
-            const float* row = qkv_.data() + static_cast<int64_t>(s.token_begin + i) * stride;
+            const float* row = qkv_.data() + (rows.begin + i) * stride;
             std::memcpy(pool_.K(layer, blocks[slot / bs]) + off, row + q, kv * sizeof(float));
             std::memcpy(pool_.V(layer, blocks[slot / bs]) + off, row + q + kv, kv * sizeof(float));
+        }
+        if (s.lazy != nullptr) {
+            for (int32_t i = 0; i < rows.count; ++i) s.lazy->Computed(row_slot_[rows.begin + i], layer);
         }
     }
 }
 
 void ForwardPass::PlanAttention(const StepPlan& plan) {
     spans_.clear();
-    for (const SeqStep& s : plan.seqs) {
-        spans_.push_back({s.token_begin, s.n_tokens + s.n_pad, s.kv->num_tokens(), s.kv->blocks().data()});
+    for (size_t k = 0; k < plan.seqs.size(); ++k) {
+        const SeqStep& s = plan.seqs[k];
+        cpu::AttentionSpan span{seq_rows_[k].begin, seq_rows_[k].count, s.kv->num_tokens(), s.kv->blocks().data()};
+        if (s.lazy != nullptr) {
+            span.q_slots = row_slot_.data() + seq_rows_[k].begin;
+            span.key_depth = s.lazy->depth();
+        }
+        spans_.push_back(span);
     }
     // Decode sequences that share prefix blocks get cascade attention.
     shared_.clear();
@@ -107,13 +152,13 @@ void ForwardPass::PlanAttention(const StepPlan& plan) {
         shared_ = cpu::FindSharedPrefixes(spans_.data(), static_cast<int32_t>(spans_.size()), pool_.block_size(),
                                           kCascadeMinSharedTokens, 2);
     }
-    for (const auto& g : shared_) cascade_queries_ += g.spans.size();
 }
 
 void ForwardPass::Attention(int32_t layer) {
     const ModelConfig& c = model_.config();
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     const cpu::PagedKv kv{pool_.LayerK(layer), pool_.LayerV(layer), pool_.block_size(), c.kv_dim()};
+    for (cpu::AttentionSpan& span : spans_) span.layer = layer;
     cpu::PagedAttention(qkv_.data(), att_.data(), shape, spans_.data(), static_cast<int32_t>(spans_.size()), kv,
                         shared_);
 }
@@ -127,8 +172,11 @@ void ForwardPass::Logits(const StepPlan& plan, StepOutput* out) {
         const SeqStep& s = plan.seqs[i];
         if (s.logits == LogitsWanted::kNone) continue;
         out->first_row[i] = static_cast<int32_t>(rows.size());
-        const int32_t first = s.logits == LogitsWanted::kAll ? s.token_begin : s.token_begin + s.n_tokens - 1;
-        for (int32_t r = first; r < s.token_begin + s.n_tokens; ++r) rows.push_back(r);
+        // A span's real tokens are its first n_tokens rows (pads follow);
+        // under LazyLLM its last token is its last row, never pruned.
+        const int64_t end = seq_rows_[i].begin + (s.lazy ? seq_rows_[i].count : s.n_tokens);
+        const int64_t first = s.logits == LogitsWanted::kAll ? seq_rows_[i].begin : end - 1;
+        for (int64_t r = first; r < end; ++r) rows.push_back(r);
     }
     const int64_t n = static_cast<int64_t>(rows.size());
     out->rows = static_cast<int32_t>(n);
@@ -148,37 +196,41 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
     PP_RETURN_IF_ERROR(Validate(plan));
     const ModelConfig& c = model_.config();
     const ModelWeights& w = model_.weights();
-    const int64_t t = static_cast<int64_t>(plan.tokens.size());
+    int64_t t = static_cast<int64_t>(plan.tokens.size());
     const int64_t d = c.dim, h = c.hidden_dim;
-    x_.EnsureSize(t * d);
-    xb_.EnsureSize(t * std::max<int64_t>(d, c.q_dim()));
-    qkv_.EnsureSize(t * c.qkv_dim());
-    att_.EnsureSize(t * c.q_dim());
-    gu_.EnsureSize(t * 2 * h);
-    hb_.EnsureSize(t * h);
+    EnsureActivations(t);
     // Padding rows belong to no span: attention leaves them untouched, so
     // give them a defined value once.
     std::memset(att_.data(), 0, t * c.q_dim() * sizeof(float));
 
-    // Spans and shared-prefix groups are the same in every layer.
+    InitRows(plan);
+    // Spans and shared-prefix groups stay the same in every layer (until a
+    // LazyLLM pruning moves rows).
     PlanAttention(plan);
+    for (const auto& g : shared_) cascade_queries_ += g.spans.size();
     cpu::Gather(w.token_embd, plan.tokens.data(), x_.data(), t, d);
     for (int32_t l = 0; l < c.n_layers; ++l) {
         const LayerWeights& lw = w.layers[l];
         cpu::RmsNorm(x_.data(), lw.attn_norm, xb_.data(), t, d, c.norm_eps);
         cpu::Linear(xb_.data(), lw.wqkv, qkv_.data(), t, c.qkv_dim(), d, false);
         cpu::Rope(qkv_.data(), t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim,
-                  plan.positions.data(), inv_freq_.data());
+                  row_pos_.data(), inv_freq_.data());
         cpu::Rope(qkv_.data(), t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim,
-                  plan.positions.data(), inv_freq_.data());
+                  row_pos_.data(), inv_freq_.data());
         WriteKv(plan, l);
         Attention(l);
+        const bool prune = PrunesAfter(plan, l);
+        if (prune) ScoreLastQueries(plan, l);
         cpu::Linear(att_.data(), lw.wo, x_.data(), t, d, c.q_dim(), true);   // x += attn Wo^T
 
         cpu::RmsNorm(x_.data(), lw.ffn_norm, xb_.data(), t, d, c.norm_eps);
         cpu::Linear(xb_.data(), lw.w_gate_up, gu_.data(), t, 2 * h, d, false);
         cpu::SwiGlu(gu_.data(), hb_.data(), t, h);
         cpu::Linear(hb_.data(), lw.w_down, x_.data(), t, d, h, true);         // x += ffn
+        if (prune) {
+            Prune(plan, l);
+            t = static_cast<int64_t>(row_slot_.size());
+        }
     }
     Logits(plan, out);
     for (const SeqStep& s : plan.seqs) s.kv->set_num_tokens(s.kv->num_tokens() + s.n_tokens);

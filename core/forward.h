@@ -48,17 +48,39 @@ public:
     KvBlockPool& pool() { return pool_; }
 
 private:
+    // Where a sequence's rows are in this layer's activations: contiguous,
+    // in token order. Without LazyLLM they never move.
+    struct SeqRows {
+        int64_t begin;
+        int32_t count;
+    };
+
     absl::Status Validate(const StepPlan& plan) const;
+    void InitRows(const StepPlan& plan);
+    void EnsureActivations(int64_t rows);
     void WriteKv(const StepPlan& plan, int32_t layer);
     void PlanAttention(const StepPlan& plan);
     void Attention(int32_t layer);
     void Logits(const StepPlan& plan, StepOutput* out);
+    // LazyLLM (forward_lazy.cpp). Whether any sequence prunes after `layer`.
+    bool PrunesAfter(const StepPlan& plan, int32_t layer) const;
+    // The last token's head-averaged attention over each pruning sequence's keys.
+    void ScoreLastQueries(const StepPlan& plan, int32_t layer);
+    // Drops the rows of tokens scored out (their hidden states to the aux
+    // cache), brings back kept tokens that an earlier step pruned after this
+    // layer (from the aux cache), and compacts the activations.
+    void Prune(const StepPlan& plan, int32_t layer);
 
     const Model&  model_;
     KvBlockPool&  pool_;
     std::vector<float> inv_freq_;
     // Activations, grown to the largest step seen and then reused.
-    AlignedFloats x_, xb_, qkv_, att_, gu_, hb_;
+    AlignedFloats x_, xb_, qkv_, att_, gu_, hb_, x_next_;
+    // Per row of this layer: RoPE position and token index in its sequence
+    // (-1 for padding rows outside every span).
+    std::vector<int32_t> row_pos_, row_slot_;
+    std::vector<SeqRows> seq_rows_;   // per SeqStep
+    std::vector<std::vector<float>> lazy_scores_;   // per SeqStep, for LazyLLM
     bool          cascade_ = true;
     uint64_t      cascade_queries_ = 0;
     std::vector<cpu::AttentionSpan>     spans_;    // this step's, for every layer

@@ -42,6 +42,7 @@ public:
     uint64_t bytes_per_block() const { return bytes_per_block_; }
     uint64_t used_bytes() const { return static_cast<uint64_t>(num_blocks_ - num_free()) * bytes_per_block_; }
     int32_t  kv_dim() const { return kv_dim_; }
+    int32_t  n_layers() const { return n_layers_; }
 
     // [block_size, kv_dim] K (or V) rows of `block` at `layer`.
     float* K(int32_t layer, int32_t block) const { return Slab(layer, 0) + Offset(block); }

@@ -118,4 +118,12 @@ const std::vector<float>& ReferenceForward::Step(int32_t token) {
     return logits_;
 }
 
+const float* ReferenceForward::Key(int32_t layer, int32_t pos) const {
+    return key_cache_[layer].data() + static_cast<size_t>(pos) * c_.kv_dim();
+}
+
+const float* ReferenceForward::Value(int32_t layer, int32_t pos) const {
+    return value_cache_[layer].data() + static_cast<size_t>(pos) * c_.kv_dim();
+}
+
 }  // namespace prepack

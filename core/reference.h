@@ -20,6 +20,10 @@ public:
     // fed so far) and returns the logits for the next token.
     const std::vector<float>& Step(int32_t token);
     int32_t position() const { return pos_; }
+    // The K (or V) row, kv_dim floats, that layer `layer` computed for the
+    // token at `pos` (< position()).
+    const float* Key(int32_t layer, int32_t pos) const;
+    const float* Value(int32_t layer, int32_t pos) const;
 
 private:
     const ModelConfig&  c_;

@@ -11,6 +11,7 @@
 namespace prepack {
 
 class BlockTable;
+class LazyState;
 
 enum class LogitsWanted : uint8_t {
     kNone = 0,   // a prefill chunk that is not the prompt's last
@@ -28,6 +29,9 @@ struct SeqStep {
     // their K/V land past num_tokens() and are overwritten later. This is
     // what right-padded batching costs, so the padded baseline uses it.
     int32_t      n_pad = 0;
+    // LazyLLM pruning for this sequence (null: every token through every
+    // layer). Needs n_pad 0, logits kLast or kNone, positions = token indices.
+    LazyState*   lazy = nullptr;
 };
 
 struct StepPlan {

@@ -33,6 +33,7 @@ inline void FoldBlock(const float* scores, int j0, int nk, const float* vb, int3
                       float& l, float* acc) {
     float block_max = -std::numeric_limits<float>::infinity();
     for (int j = j0; j < nk; ++j) block_max = std::max(block_max, scores[j]);
+    if (block_max == -std::numeric_limits<float>::infinity()) return;   // every key absent (LazyLLM)
     const float m_new = std::max(m, block_max);
     const float corr = std::exp(m - m_new);
     float sum = 0.0f;
@@ -40,6 +41,7 @@ inline void FoldBlock(const float* scores, int j0, int nk, const float* vb, int3
     for (int i = 0; i < hd; ++i) acc[i] *= corr;
     for (int j = j0; j < nk; ++j) {
         const float p = std::exp(scores[j] - m_new);
+        if (p == 0.0f) continue;   // an absent key (or one that underflows): adds nothing
         sum += p;
         const float* vr = vb + static_cast<size_t>(j) * kv_dim;
 #pragma omp simd
@@ -70,7 +72,7 @@ void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
     const int n_states = nq * group;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     if (fresh) st.Reset(n_states, hd, kv.block_size);
-    const int64_t last_key = static_cast<int64_t>(span.kv_before) + t.q_end - 1;   // inclusive
+    const int64_t last_key = span.Horizon(t.q_end - 1);   // inclusive
 
     for (int64_t t0 = first_key / kv.block_size * kv.block_size; t0 <= last_key; t0 += kv.block_size) {
         const int j0 = static_cast<int>(std::max<int64_t>(0, first_key - t0));
@@ -79,7 +81,7 @@ void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
         const float* kb = kv.k + block_off;
         const float* vb = kv.v + block_off;
         for (int qi = 0; qi < nq; ++qi) {
-            const int64_t horizon = static_cast<int64_t>(span.kv_before) + t.q_begin + qi;   // inclusive
+            const int64_t horizon = span.Horizon(t.q_begin + qi);   // inclusive
             if (t0 > horizon) continue;   // whole block is in this query's future
             const int nk = static_cast<int>(std::min<int64_t>(kv.block_size, horizon - t0 + 1));
             const int64_t row = span.q_row + t.q_begin + qi;
@@ -89,7 +91,8 @@ void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
                 const int si = qi * group + g;
                 if (j0 >= nk) continue;
                 for (int j = j0; j < nk; ++j) {
-                    st.scores[j] = Dot(qv, kb + static_cast<size_t>(j) * kv.kv_dim, hd) * scale;
+                    st.scores[j] = span.Holds(t0 + j) ? Dot(qv, kb + static_cast<size_t>(j) * kv.kv_dim, hd) * scale
+                                                      : -std::numeric_limits<float>::infinity();
                 }
                 FoldBlock(st.scores.data(), j0, nk, vb, kv.kv_dim, hd, st.m[si], st.l[si],
                           st.acc.data() + static_cast<size_t>(si) * hd);
@@ -163,7 +166,8 @@ std::vector<SharedPrefixGroup> FindSharedPrefixes(const AttentionSpan* spans, in
     // Decode spans grouped by their first block: sharing starts there or not at all.
     std::vector<int32_t> decode;
     for (int32_t i = 0; i < n_spans; ++i) {
-        if (spans[i].n_q == 1 && spans[i].kv_before >= block_size) decode.push_back(i);
+        const bool plain = spans[i].q_slots == nullptr && spans[i].key_depth == nullptr;
+        if (plain && spans[i].n_q == 1 && spans[i].kv_before >= block_size) decode.push_back(i);
     }
     std::stable_sort(decode.begin(), decode.end(),
                      [&](int32_t a, int32_t b) { return spans[a].blocks[0] < spans[b].blocks[0]; });
@@ -211,7 +215,7 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
     // Later query tiles see more keys: hand them out first so the dynamic
     // schedule ends balanced.
     std::stable_sort(tasks.begin(), tasks.end(), [&](const Task& a, const Task& b) {
-        return spans[a.span].kv_before + a.q_end > spans[b.span].kv_before + b.q_end;
+        return spans[a.span].Horizon(a.q_end - 1) > spans[b.span].Horizon(b.q_end - 1);
     });
     const int64_t n_tasks = static_cast<int64_t>(tasks.size());
     const int64_t n_cascade = static_cast<int64_t>(shared.size()) * shape.n_kv_heads;
@@ -226,6 +230,39 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < n_tasks; ++i) {
             RunTask(tasks[i], q, out, shape, spans[tasks[i].span], kv, st);
+        }
+    }
+}
+
+void LastQueryScores(const float* q, const AttentionShape& s, const AttentionSpan& span, const PagedKv& kv,
+                     float* scores) {
+    const int hd = s.head_dim;
+    const int group = s.n_heads / s.n_kv_heads;
+    const int64_t horizon = span.Horizon(span.n_q - 1);
+    const float* qrow = q + (span.q_row + span.n_q - 1) * s.q_stride;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    std::fill(scores, scores + horizon + 1, 0.0f);
+    std::vector<float> p(static_cast<size_t>(horizon) + 1);
+    for (int head = 0; head < s.n_heads; ++head) {
+        const int kv_head = head / group;
+        const float* qv = qrow + static_cast<int64_t>(head) * hd;
+        float max = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j <= horizon; ++j) {
+            if (!span.Holds(j)) continue;
+            const size_t off = static_cast<size_t>(span.blocks[j / kv.block_size]) * kv.block_size * kv.kv_dim +
+                               static_cast<size_t>(j % kv.block_size) * kv.kv_dim + kv_head * hd;
+            p[j] = Dot(qv, kv.k + off, hd) * scale;
+            max = std::max(max, p[j]);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j <= horizon; ++j) {
+            if (!span.Holds(j)) continue;
+            p[j] = std::exp(p[j] - max);
+            sum += p[j];
+        }
+        const float w = static_cast<float>(1.0 / (sum * s.n_heads));
+        for (int64_t j = 0; j <= horizon; ++j) {
+            if (span.Holds(j)) scores[j] += p[j] * w;
         }
     }
 }

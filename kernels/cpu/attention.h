@@ -23,6 +23,14 @@ struct AttentionSpan {
     int32_t        n_q;         // query rows in the span
     int32_t        kv_before;   // keys of this sequence before the span's first query
     const int32_t* blocks;      // the sequence's block table
+    // LazyLLM (both null otherwise): the span's queries need not be
+    // consecutive tokens, and a layer need not hold every key.
+    const int32_t* q_slots = nullptr;     // per query, ascending: its token index (it sees keys <= it)
+    const int16_t* key_depth = nullptr;   // per key: the deepest layer holding its K/V
+    int32_t        layer = 0;             // keys with key_depth < layer are absent here
+
+    int64_t Horizon(int32_t i) const { return q_slots ? q_slots[i] : int64_t{kv_before} + i; }
+    bool    Holds(int64_t key) const { return key_depth == nullptr || key_depth[key] >= layer; }
 };
 
 struct AttentionShape {
@@ -58,5 +66,12 @@ std::vector<SharedPrefixGroup> FindSharedPrefixes(const AttentionSpan* spans, in
 void PagedAttention(const float* q, float* out, const AttentionShape& shape,
                     const AttentionSpan* spans, int32_t n_spans, const PagedKv& kv,
                     const std::vector<SharedPrefixGroup>& shared = {});
+
+// LazyLLM scoring: the attention probabilities of the span's last query over
+// the keys it sees (those the layer holds), averaged over heads, into
+// scores[0 .. horizon] (0 for absent keys). One query row: no attention
+// matrix is formed.
+void LastQueryScores(const float* q, const AttentionShape& shape, const AttentionSpan& span, const PagedKv& kv,
+                     float* scores);
 
 }  // namespace prepack::cpu

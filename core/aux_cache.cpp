@@ -1,0 +1,53 @@
+#include "core/aux_cache.h"
+
+#include <cstring>
+
+namespace prepack {
+
+AuxCache::AuxCache(KvBlockPool& pool, int32_t dim)
+    : pool_(pool), dim_(dim), cells_per_piece_(pool.block_size() * pool.kv_dim() / dim) {}
+
+AuxCache::~AuxCache() { Clear(); }
+
+bool AuxCache::Put(int32_t slot, const float* hidden) {
+    if (!usable()) return false;
+    auto it = where_.find(slot);
+    if (it == where_.end()) {
+        if (free_cells_.empty()) {
+            absl::StatusOr<int32_t> b = pool_.Allocate();
+            if (!b.ok()) return false;
+            blocks_.push_back(*b);
+            // A block is n_layers x {K, V} pieces of block_size * kv_dim floats each.
+            for (int32_t layer = 0; layer < pool_.n_layers(); ++layer) {
+                for (float* piece : {pool_.K(layer, *b), pool_.V(layer, *b)}) {
+                    for (int32_t c = 0; c < cells_per_piece_; ++c) free_cells_.push_back(piece + int64_t{c} * dim_);
+                }
+            }
+        }
+        it = where_.emplace(slot, free_cells_.back()).first;
+        free_cells_.pop_back();
+    }
+    std::memcpy(it->second, hidden, sizeof(float) * dim_);
+    return true;
+}
+
+const float* AuxCache::Get(int32_t slot) const {
+    auto it = where_.find(slot);
+    return it == where_.end() ? nullptr : it->second;
+}
+
+void AuxCache::Erase(int32_t slot) {
+    auto it = where_.find(slot);
+    if (it == where_.end()) return;
+    free_cells_.push_back(it->second);
+    where_.erase(it);
+}
+
+void AuxCache::Clear() {
+    for (int32_t b : blocks_) pool_.Release(b);
+    blocks_.clear();
+    free_cells_.clear();
+    where_.clear();
+}
+
+}  // namespace prepack

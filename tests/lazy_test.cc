@@ -1,0 +1,349 @@
+// LazyLLM: schedules, the masked attention kernel against a naive one, and
+// the pruning forward pass against the reference and against itself: keep
+// 1.0 is bit-identical to no pruning, revived tokens resume from the aux
+// cache with the K/V a full recompute gives, no token is computed twice at
+// a layer, and sequences pruned in one batch do not affect each other.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/forward.h"
+#include "core/lazy_state.h"
+#include "core/reference.h"
+#include "tests/test_util.h"
+
+namespace prepack {
+namespace {
+
+using testing::MaxRelDiff;
+
+constexpr double kTol = 2e-4;
+
+ModelConfig LazyConfig() {
+    ModelConfig c;
+    c.name = "lazy-test";
+    c.dim = 64;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;   // GQA: scores average over query heads
+    c.head_dim = 16;
+    c.rope_dim = 16;
+    c.n_layers = 6;
+    c.hidden_dim = 128;
+    c.vocab_size = 300;
+    c.max_context = 512;
+    return c;
+}
+
+std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(rng() % vocab);
+    return t;
+}
+
+// One sequence: its KV blocks and (optionally) its LazyLLM state.
+struct Seq {
+    BlockTable                 kv;
+    std::unique_ptr<LazyState> lazy;
+    std::vector<int32_t>       tokens;
+};
+
+class LazyForward : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto m = Model::FromConfig(LazyConfig(), 7);
+        ASSERT_TRUE(m.ok()) << m.status();
+        model_ = std::move(*m);
+        auto p = KvBlockPool::Create(model_->config(), 16, 64ull << 20);
+        ASSERT_TRUE(p.ok()) << p.status();
+        pool_ = std::move(*p);
+        fwd_ = std::make_unique<ForwardPass>(*model_, *pool_);
+    }
+
+    std::unique_ptr<Seq> NewSeq(std::vector<int32_t> prompt, const LazySchedule* schedule) {
+        auto s = std::make_unique<Seq>();
+        s->tokens = std::move(prompt);
+        const ModelConfig& c = model_->config();
+        if (schedule) {
+            s->lazy = std::make_unique<LazyState>(*pool_, c.n_layers, c.dim, *schedule, 0);
+            s->lazy->set_n_prompt(static_cast<int32_t>(s->tokens.size()));
+        }
+        return s;
+    }
+
+    // Feeds every token of `seqs` not yet computed, as one step; returns each
+    // sequence's last-row logits.
+    std::vector<std::vector<float>> Step(const std::vector<Seq*>& seqs) {
+        StepPlan plan;
+        for (Seq* s : seqs) {
+            const int32_t done = s->kv.num_tokens();
+            const int32_t n = static_cast<int32_t>(s->tokens.size()) - done;
+            EXPECT_TRUE(s->kv.Reserve(*pool_, done + n).ok());
+            plan.Add(&s->kv, s->tokens.data() + done, n, done);
+            plan.seqs.back().lazy = s->lazy.get();
+        }
+        StepOutput out;
+        const absl::Status st = fwd_->Run(plan, &out);
+        EXPECT_TRUE(st.ok()) << st;
+        std::vector<std::vector<float>> logits;
+        const int vocab = model_->config().vocab_size;
+        for (size_t i = 0; i < seqs.size() && st.ok(); ++i) {
+            const float* row = out.logits.data() + static_cast<size_t>(out.first_row[i]) * vocab;
+            logits.emplace_back(row, row + vocab);
+        }
+        return logits;
+    }
+
+    static int32_t Argmax(const std::vector<float>& v) {
+        return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+    }
+
+    std::unique_ptr<Model>       model_;
+    std::unique_ptr<KvBlockPool> pool_;
+    std::unique_ptr<ForwardPass> fwd_;
+};
+
+TEST(LazySchedule, ParsesAndRejectsWithTheItemNamed) {
+    auto s = ParseLazySchedule("2:0.5,5:0.3,8:0.15", 12);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(s->size(), 3u);
+    EXPECT_EQ((*s)[1].layer, 5);
+    EXPECT_FLOAT_EQ((*s)[1].keep, 0.3f);
+    EXPECT_EQ(FormatLazySchedule(*s), "2:0.5,5:0.3,8:0.15");
+    for (const char* bad : {"2", "2:", ":0.5", "x:0.5", "2:abc", "11:0.5", "-1:0.5", "2:0", "2:1.5", "5:0.5,2:0.3",
+                            "2:0.3,5:0.5", "2:0.5,,5:0.3", "2:0.5 "}) {
+        auto r = ParseLazySchedule(bad, 12);
+        EXPECT_FALSE(r.ok()) << bad;
+        EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+        EXPECT_NE(r.status().message().find("lazy schedule item"), std::string::npos) << r.status();
+    }
+    // Empty = the default: the whole first quarter, then 50%, 30%, 15%.
+    auto d = ParseLazySchedule("", 12);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(FormatLazySchedule(*d), "2:0.5,5:0.3,8:0.15");
+    EXPECT_EQ(FormatLazySchedule(DefaultLazySchedule(32)), "7:0.5,15:0.3,23:0.15");
+    for (int layers = 1; layers <= 40; ++layers) {
+        const LazySchedule sch = DefaultLazySchedule(layers);
+        EXPECT_TRUE(ParseLazySchedule(FormatLazySchedule(sch), layers).ok() || sch.empty()) << layers;
+    }
+}
+
+// Naive attention for one query: softmax over the held keys up to its slot.
+void NaiveQuery(const float* q, const std::vector<float>& keys, const std::vector<float>& values,
+                const std::vector<int16_t>& depth, int layer, int slot, int n_heads, int n_kv, int hd, float* out) {
+    const int kvd = n_kv * hd;
+    for (int h = 0; h < n_heads; ++h) {
+        const int kh = h / (n_heads / n_kv);
+        std::vector<double> p(slot + 1, 0.0);
+        double max = -1e300, sum = 0;
+        for (int j = 0; j <= slot; ++j) {
+            if (depth[j] < layer) continue;
+            double dot = 0;
+            for (int i = 0; i < hd; ++i) dot += double(q[h * hd + i]) * keys[size_t(j) * kvd + kh * hd + i];
+            p[j] = dot / std::sqrt(double(hd));
+            max = std::max(max, p[j]);
+        }
+        for (int j = 0; j <= slot; ++j) {
+            if (depth[j] < layer) continue;
+            p[j] = std::exp(p[j] - max);
+            sum += p[j];
+        }
+        for (int i = 0; i < hd; ++i) {
+            double acc = 0;
+            for (int j = 0; j <= slot; ++j) {
+                if (depth[j] >= layer) acc += p[j] / sum * values[size_t(j) * kvd + kh * hd + i];
+            }
+            out[h * hd + i] = static_cast<float>(acc);
+        }
+    }
+}
+
+TEST(LazyAttention, SparseQueriesAndAbsentKeysEqualNaive) {
+    const int n_heads = 4, n_kv = 2, hd = 8, bs = 4, n_keys = 70, kvd = n_kv * hd, layer = 2;
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<float> keys(size_t(n_keys) * kvd), values(keys.size());
+    for (auto& x : keys) x = u(rng);
+    for (auto& x : values) x = u(rng);
+    // Blocks in a scrambled order, as a paged cache has them.
+    const int n_blocks = (n_keys + bs - 1) / bs;
+    std::vector<int32_t> table(n_blocks);
+    for (int b = 0; b < n_blocks; ++b) table[b] = (b * 7) % n_blocks;
+    std::vector<float> k_slab(size_t(n_blocks) * bs * kvd), v_slab(k_slab.size());
+    for (int j = 0; j < n_keys; ++j) {
+        const size_t dst = (size_t(table[j / bs]) * bs + j % bs) * kvd;
+        std::copy_n(keys.begin() + size_t(j) * kvd, kvd, k_slab.begin() + dst);
+        std::copy_n(values.begin() + size_t(j) * kvd, kvd, v_slab.begin() + dst);
+    }
+    std::vector<int16_t> depth(n_keys);
+    for (int j = 0; j < n_keys; ++j) depth[j] = static_cast<int16_t>(rng() % 4);   // about half absent at layer 2
+    std::vector<int32_t> q_slots = {3, 4, 9, 10, 11, 30, 31, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 69};
+    for (int32_t s : q_slots) depth[s] = 5;   // a query's own key is always held
+    const int nq = static_cast<int>(q_slots.size());
+    std::vector<float> q(size_t(nq) * n_heads * hd), out(q.size(), 0.0f), want(q.size());
+    for (auto& x : q) x = u(rng);
+
+    cpu::AttentionSpan span{0, nq, 0, table.data()};
+    span.q_slots = q_slots.data();
+    span.key_depth = depth.data();
+    span.layer = layer;
+    const cpu::AttentionShape shape{n_heads, n_kv, hd, n_heads * hd, n_heads * hd};
+    const cpu::PagedKv kv{k_slab.data(), v_slab.data(), bs, kvd};
+    cpu::PagedAttention(q.data(), out.data(), shape, &span, 1, kv);
+    for (int i = 0; i < nq; ++i) {
+        NaiveQuery(q.data() + size_t(i) * n_heads * hd, keys, values, depth, layer, q_slots[i], n_heads, n_kv, hd,
+                   want.data() + size_t(i) * n_heads * hd);
+    }
+    EXPECT_LT(MaxRelDiff(out.data(), want.data(), out.size()), 1e-5);
+
+    // The last query's head-averaged probabilities: over held keys, summing to 1.
+    std::vector<float> scores(q_slots.back() + 1);
+    cpu::LastQueryScores(q.data(), shape, span, kv, scores.data());
+    double sum = 0;
+    for (int j = 0; j <= q_slots.back(); ++j) {
+        if (depth[j] < layer) {
+            EXPECT_EQ(scores[j], 0.0f) << j;
+        }
+        sum += scores[j];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+}
+
+TEST_F(LazyForward, KeepOneIsBitIdenticalToNoPruning) {
+    const LazySchedule keep_all = {{1, 1.0f}, {3, 1.0f}};
+    auto plain = NewSeq(RandomTokens(150, 300, 1), nullptr);
+    auto lazy = NewSeq(plain->tokens, &keep_all);
+    for (int step = 0; step < 6; ++step) {
+        const auto a = Step({plain.get()});
+        const auto b = Step({lazy.get()});
+        ASSERT_EQ(a.size(), 1u);
+        ASSERT_EQ(b.size(), 1u);
+        ASSERT_EQ(std::memcmp(a[0].data(), b[0].data(), a[0].size() * sizeof(float)), 0) << "step " << step;
+        plain->tokens.push_back(Argmax(a[0]));
+        lazy->tokens.push_back(Argmax(b[0]));
+    }
+    EXPECT_DOUBLE_EQ(lazy->lazy->PromptWorkFraction(), 1.0);
+    EXPECT_EQ(lazy->lazy->aux().size(), 0);
+}
+
+TEST_F(LazyForward, WorkFollowsTheScheduleInClosedForm) {
+    const LazySchedule sch = {{1, 0.5f}, {3, 0.25f}};
+    auto s = NewSeq(RandomTokens(200, 300, 2), &sch);
+    Step({s.get()});
+    // Layers 0-1 hold all 200 tokens, 2-3 ceil(0.5 * 200), 4-5 ceil(0.25 * 200).
+    const std::vector<double> want = {1.0, 1.0, 0.5, 0.5, 0.25, 0.25};
+    const std::vector<double> got = s->lazy->PromptLayerFractions();
+    for (int l = 0; l < 6; ++l) EXPECT_DOUBLE_EQ(got[l], want[l]) << "layer " << l;
+    EXPECT_NEAR(s->lazy->PromptWorkFraction(), 3.5 / 6.0, 1e-12);
+    // Every token that stopped early has its state in the aux cache; the last went all the way.
+    int partial = 0;
+    for (int j = 0; j < 200; ++j) {
+        if (s->lazy->depth(j) < 5) {
+            ++partial;
+            EXPECT_NE(s->lazy->aux().Get(j), nullptr) << j;
+        }
+    }
+    EXPECT_EQ(partial, 150);
+    EXPECT_EQ(s->lazy->aux().size(), 150);
+    EXPECT_EQ(s->lazy->depth(199), 5);
+    EXPECT_GT(s->lazy->aux().bytes(), 0u);
+}
+
+TEST_F(LazyForward, RevivedTokensResumeFromTheAuxCacheWithFullRecomputeKv) {
+    // One pruning point after layer 1: until then every token is computed in
+    // full, so a pruned token's aux state is exactly the reference's hidden
+    // state after layer 1, and when a decode step revives it, its K/V at
+    // layers 2.. must be what the reference computes from layer 0.
+    const int n = 120, L = 6;
+    const LazySchedule sch = {{1, 0.3f}};
+    auto s = NewSeq(RandomTokens(n, 300, 5), &sch);
+    std::vector<int16_t> before;
+    int revived = 0;
+    ReferenceForward ref(*model_);
+    for (int32_t t : s->tokens) ref.Step(t);
+    const ModelConfig& c = model_->config();
+    const int bs = pool_->block_size();
+    auto expect_kv = [&](int32_t slot, int32_t layer) {
+        const int32_t block = s->kv.blocks()[slot / bs];
+        const float* k = pool_->K(layer, block) + size_t(slot % bs) * c.kv_dim();
+        const float* v = pool_->V(layer, block) + size_t(slot % bs) * c.kv_dim();
+        EXPECT_LT(MaxRelDiff(k, ref.Key(layer, slot), c.kv_dim()), kTol) << "K of token " << slot << " layer " << layer;
+        EXPECT_LT(MaxRelDiff(v, ref.Value(layer, slot), c.kv_dim()), kTol) << "V of token " << slot << " layer " << layer;
+    };
+    for (int step = 0; step < 8; ++step) {
+        before.clear();
+        for (int32_t j = 0; j < n; ++j) before.push_back(s->lazy->depth(j));
+        const auto logits = Step({s.get()});
+        ASSERT_EQ(logits.size(), 1u);
+        for (int32_t j = 0; j < n; ++j) {
+            const int16_t now = s->lazy->depth(j);
+            if (step == 0) {
+                // After the prefill: every token through layers 0-1 as the reference.
+                for (int l = 0; l <= std::min<int>(now, 1); ++l) expect_kv(j, l);
+                continue;
+            }
+            ASSERT_GE(now, before[j]) << "a token lost depth";
+            if (now > before[j]) {
+                ASSERT_EQ(before[j], 1);
+                ++revived;
+                expect_kv(j, 2);   // resumed at layer 2 from the aux state after layer 1
+            }
+        }
+        s->tokens.push_back(Argmax(logits[0]));
+    }
+    EXPECT_GT(revived, 0) << "no decode step brought back a pruned token";
+    EXPECT_EQ(s->lazy->recomputed(), 0);
+    // The invariant holds after all of it: stopped tokens are in the aux cache.
+    for (int32_t j = 0; j < n; ++j) {
+        EXPECT_EQ(s->lazy->aux().Get(j) != nullptr, s->lazy->depth(j) < L - 1) << j;
+    }
+}
+
+TEST_F(LazyForward, NoTokenIsComputedTwiceAtALayer) {
+    const LazySchedule sch = DefaultLazySchedule(6);
+    auto s = NewSeq(RandomTokens(300, 300, 9), &sch);
+    for (int step = 0; step < 10; ++step) {
+        const auto logits = Step({s.get()});
+        ASSERT_EQ(logits.size(), 1u);
+        s->tokens.push_back(Argmax(logits[0]));
+    }
+    EXPECT_EQ(s->lazy->recomputed(), 0);
+    EXPECT_LT(s->lazy->PromptWorkFraction(), 1.0);
+}
+
+TEST_F(LazyForward, PrunedSequencesInOneBatchDoNotAffectEachOther) {
+    const LazySchedule a_sch = {{1, 0.4f}, {3, 0.2f}};
+    const LazySchedule b_sch = DefaultLazySchedule(6);
+    const std::vector<int> lengths = {60, 130, 90};
+    const std::vector<const LazySchedule*> schedules = {&a_sch, nullptr, &b_sch};
+    std::vector<std::unique_ptr<Seq>> alone, together;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+        auto prompt = RandomTokens(lengths[i], 300, 20 + static_cast<uint32_t>(i));
+        alone.push_back(NewSeq(prompt, schedules[i]));
+        together.push_back(NewSeq(prompt, schedules[i]));
+    }
+    for (int step = 0; step < 4; ++step) {
+        std::vector<std::vector<float>> want;
+        for (auto& s : alone) want.push_back(Step({s.get()})[0]);
+        const auto got = Step({together[0].get(), together[1].get(), together[2].get()});
+        ASSERT_EQ(got.size(), 3u);
+        for (size_t i = 0; i < lengths.size(); ++i) {
+            EXPECT_LT(MaxRelDiff(got[i].data(), want[i].data(), want[i].size()), kTol) << "seq " << i << " step " << step;
+            if (schedules[i]) {
+                EXPECT_TRUE(std::equal(alone[i]->lazy->depth(), alone[i]->lazy->depth() + lengths[i],
+                                       together[i]->lazy->depth()))
+                    << "seq " << i << " pruned differently in the batch, step " << step;
+            }
+            alone[i]->tokens.push_back(Argmax(want[i]));
+            together[i]->tokens.push_back(Argmax(want[i]));
+        }
+    }
+}
+
+}  // namespace
+}  // namespace prepack
