@@ -24,6 +24,12 @@ public:
 
     // Whether the pool's blocks can hold a hidden vector at all.
     bool usable() const { return cells_per_piece_ > 0; }
+    // Pool blocks that `cells` hidden states need.
+    int64_t BlocksFor(int64_t cells) const;
+    // Takes the blocks for `cells` states now, so that Put() of that many
+    // never fails (what the engine does at admission). RESOURCE_EXHAUSTED
+    // when the pool lacks them; what was taken stays.
+    absl::Status Reserve(int64_t cells);
     // Stores `dim` floats for token `slot` (replacing any). False when the
     // pool has no free block for it: the caller keeps the token instead.
     bool Put(int32_t slot, const float* hidden);
@@ -38,6 +44,8 @@ public:
     uint64_t bytes() const { return blocks_.size() * pool_.bytes_per_block(); }
 
 private:
+    bool AddBlock();
+
     KvBlockPool&                        pool_;
     int32_t                             dim_;
     int32_t                             cells_per_piece_;   // hidden vectors per (layer, K|V) piece of a block

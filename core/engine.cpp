@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
+#include "core/lazy_state.h"
 #include "core/prefix_tree.h"
 #include "core/runtime.h"
 #include "core/stop_strings.h"
@@ -114,6 +116,11 @@ struct Engine::Seq {
     int32_t              members_waiting = 0;   // prefix seq: members not yet admitted
     std::shared_ptr<Seq> prefix;                // member: its group's prefix seq
     int32_t              cached_tokens = 0;     // prompt tokens taken from shared KV at admission
+    // LazyLLM: the request's schedule, and its state while it holds KV.
+    std::optional<LazySchedule> lazy_schedule;
+    std::unique_ptr<LazyState>  lazy;
+    double               prompt_work_fraction = 1.0;   // of its prefill
+    std::vector<double>  prompt_layer_fractions;
     bool                 in_plan = false;
     bool                 done = false;      // its finish event is queued
     int32_t              planned = 0;       // tokens fed in the current step
@@ -166,7 +173,14 @@ absl::StatusOr<std::shared_ptr<Engine::Seq>> Engine::MakeSeq(Request request) co
     if (request.deadline_ms < 0) {
         return absl::InvalidArgumentError(absl::StrCat("deadline_ms must be >= 0, got ", request.deadline_ms));
     }
+    std::optional<LazySchedule> lazy;
+    if (request.lazy) {
+        PP_ASSIGN_OR_RETURN(lazy, ParseLazySchedule(request.lazy_schedule, model_->config().n_layers));
+    } else if (!request.lazy_schedule.empty()) {
+        return absl::InvalidArgumentError("lazy_schedule is set but lazy pruning is off");
+    }
     auto seq = std::make_shared<Seq>(std::move(request), model_->tokenizer());
+    seq->lazy_schedule = std::move(lazy);
     Request& r = seq->request;
     PP_ASSIGN_OR_RETURN(seq->tokens, ResolvePrompt(*model_, r.prompt, r.prompt_tokens, r.add_bos));
     seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
@@ -267,11 +281,15 @@ EngineStats Engine::Stats() const {
     if (s.prompt_tokens > 0 && s.prompt_tokens_computed <= s.prompt_tokens) {
         s.prefix_saving = 1.0 - double(s.prompt_tokens_computed) / double(s.prompt_tokens);
     }
+    if (s.prompt_token_layers > 0) {
+        s.prompt_fraction_computed = double(s.prompt_token_layers_computed) / double(s.prompt_token_layers);
+    }
     return s;
 }
 
 void Engine::Finish(Seq& seq, FinishReason reason, absl::Status status) {
     seq.done = true;
+    seq.lazy.reset();   // its aux cache blocks go back to the pool
     seq.kv.Release();
     Event e;
     e.kind = Event::Kind::kFinish;
@@ -284,12 +302,15 @@ void Engine::Finish(Seq& seq, FinishReason reason, absl::Status status) {
     e.usage.time_to_first_token = seq.t_first_token >= 0 ? seq.t_first_token - seq.t_submit : 0.0;
     e.usage.total_seconds = now - seq.t_submit;
     e.usage.cached_prompt_tokens = seq.cached_tokens;
+    e.usage.pruned_fraction = 1.0 - seq.prompt_work_fraction;
+    e.usage.prompt_layer_fractions = seq.prompt_layer_fractions;
     seq.stream->Push(std::move(e));
     std::lock_guard<std::mutex> lock(mu_);
     if (!seq.is_prefix) ++stats_.requests_finished;
 }
 
 void Engine::Preempt(std::vector<std::shared_ptr<Seq>>& running, Seq* victim) {
+    victim->lazy.reset();
     victim->kv.Release();
     victim->num_computed = 0;
     auto it = std::find_if(running.begin(), running.end(), [&](const auto& s) { return s.get() == victim; });
@@ -343,12 +364,22 @@ bool Engine::Admit(const std::shared_ptr<Seq>& s) {
             s->cached_tokens = n;
         }
     }
-    // Memory-centric admission: the rest of its prompt and its first token must fit.
+    // Memory-centric admission: the rest of its prompt and its first token
+    // must fit, and under LazyLLM an aux cache for every token it computes
+    // (taken up front, so pruning never depends on what else runs).
+    const ModelConfig& c = model_->config();
+    if (s->lazy_schedule) {
+        s->lazy = std::make_unique<LazyState>(*pool_, c.n_layers, c.dim, *s->lazy_schedule, s->num_computed);
+        s->lazy->set_n_prompt(s->n_prompt);
+    }
     const int32_t bs = pool_->block_size();
+    const int64_t aux_cells = static_cast<int64_t>(s->tokens.size()) - s->num_computed;
     const int64_t need = (static_cast<int64_t>(s->tokens.size()) + 1 + bs - 1) / bs -
-                         static_cast<int64_t>(s->kv.blocks().size()) + 1 /* copy on write */;
+                         static_cast<int64_t>(s->kv.blocks().size()) + 1 /* copy on write */ +
+                         (s->lazy ? s->lazy->aux().BlocksFor(aux_cells) : 0);
     if (need > pool_->num_free() && cache_) cache_->Evict(static_cast<int32_t>(need - pool_->num_free()));
-    if (need > pool_->num_free()) {
+    if (need > pool_->num_free() || (s->lazy && !s->lazy->aux().Reserve(aux_cells).ok())) {
+        s->lazy.reset();
         s->kv.Release();   // give the shared blocks back; it retries in a later step
         s->num_computed = 0;
         return false;
@@ -365,8 +396,22 @@ bool Engine::Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan
         const bool last = s->num_computed + k == static_cast<int32_t>(s->tokens.size()) && !s->is_prefix;
         plan->Add(&s->kv, s->tokens.data() + s->num_computed, k, s->num_computed,
                   last ? LogitsWanted::kLast : LogitsWanted::kNone);
+        plan->seqs.back().lazy = s->lazy.get();
         in_plan->push_back(s);
         budget -= k;
+    };
+    // How much of `s` to feed now. LazyLLM scores a prompt by its last
+    // token, so a pruned prompt goes in one piece: alone in a step if it is
+    // longer than the step budget, or it waits for a step with room.
+    // After a preemption its generated tokens are fed back one per step, as
+    // they were decoded, so the recomputed cache (and what it pruned) is the
+    // one it had.
+    auto chunk = [&](const Seq* s) {
+        if (s->lazy && s->num_computed < s->n_prompt) {
+            const int32_t k = s->n_prompt - s->num_computed;
+            return k <= budget || budget == options_.max_batch_tokens ? k : 0;
+        }
+        return s->lazy ? std::min(1, budget) : std::min(s->remaining(), budget);
     };
     // Decode tokens first (latency), then prefill chunks, each oldest first.
     std::vector<Seq*> order;
@@ -375,9 +420,9 @@ bool Engine::Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan
         return (a->remaining() == 1) > (b->remaining() == 1);
     });
     for (Seq* s : order) {
-        if (budget == 0) break;
+        if (budget <= 0) break;
         if (std::none_of(running.begin(), running.end(), [&](const auto& r) { return r.get() == s; })) continue;
-        const int32_t k = std::min(s->remaining(), budget);
+        const int32_t k = chunk(s);
         if (k <= 0 || !ReserveOrFree(running, s, s->num_computed + k)) continue;
         add(s, k);
     }
@@ -404,7 +449,7 @@ bool Engine::Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan
         if (s->prefix) LeaveGroup(*s);
         s->admit_order = ++admit_counter_;
         running.push_back(s);
-        const int32_t k = std::min(s->remaining(), budget);
+        const int32_t k = chunk(s.get());
         if (k > 0 && ReserveOrFree(running, s.get(), s->num_computed + k)) add(s.get(), k);
     }
     return !plan->seqs.empty();
@@ -413,13 +458,22 @@ bool Engine::Schedule(std::vector<std::shared_ptr<Seq>>& running, StepPlan* plan
 void Engine::AfterForward(const std::vector<Seq*>& in_plan, const StepOutput& out) {
     const ModelConfig& c = model_->config();
     const Tokenizer& tok = model_->tokenizer();
-    uint64_t prefill = 0, generated = 0;
+    uint64_t prefill = 0, generated = 0, token_layers = 0, token_layers_computed = 0;
     for (size_t i = 0; i < in_plan.size(); ++i) {
         Seq& s = *in_plan[i];
         s.in_plan = false;
-        if (s.num_computed < s.n_prompt) prefill += std::min(s.planned, s.n_prompt - s.num_computed);
+        const int32_t prompt_part = s.num_computed < s.n_prompt ? std::min(s.planned, s.n_prompt - s.num_computed) : 0;
+        prefill += prompt_part;
         s.num_computed += s.planned;
-        if (cache_) cache_->Insert(s.tokens, s.kv, std::min(s.num_computed, s.n_prompt));
+        if (prompt_part > 0 && s.num_computed >= s.n_prompt && s.lazy) {
+            s.prompt_work_fraction = s.lazy->PromptWorkFraction();
+            s.prompt_layer_fractions = s.lazy->PromptLayerFractions();
+        }
+        const double fraction = s.lazy ? s.prompt_work_fraction : 1.0;
+        token_layers += uint64_t(prompt_part) * c.n_layers;
+        token_layers_computed += static_cast<uint64_t>(std::llround(prompt_part * c.n_layers * fraction));
+        // A pruned sequence's KV is not complete in every layer: never share it.
+        if (cache_ && !s.lazy) cache_->Insert(s.tokens, s.kv, std::min(s.num_computed, s.n_prompt));
         if (s.is_prefix) {
             // A computed group prefix leaves the running set but keeps its
             // blocks (pinned) until its members have taken them.
@@ -458,6 +512,8 @@ void Engine::AfterForward(const std::vector<Seq*>& in_plan, const StepOutput& ou
     }
     std::lock_guard<std::mutex> lock(mu_);
     stats_.prompt_tokens_computed += prefill;
+    stats_.prompt_token_layers += token_layers;
+    stats_.prompt_token_layers_computed += token_layers_computed;
     stats_.generated_tokens += generated;
     ++stats_.steps;
 }

@@ -60,7 +60,9 @@ struct EngineStats {
     uint64_t kv_bytes_used = 0;          // held by requests (and group prefixes)
     uint64_t kv_bytes_cached = 0;        // held only by the LRU prefix cache (evictable)
     double   prefix_saving = 0.0;        // fraction of prompt tokens not recomputed (prefix sharing)
-    double   prompt_fraction_computed = 1.0;   // LazyLLM: fraction of prompt tokens computed
+    double   prompt_fraction_computed = 1.0;   // LazyLLM: fraction of prompt token-layers computed
+    uint64_t prompt_token_layers = 0;          // prefilled prompt tokens x layers
+    uint64_t prompt_token_layers_computed = 0; // of which the forward pass computed (LazyLLM skips some)
 };
 
 class Engine;

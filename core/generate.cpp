@@ -1,5 +1,6 @@
 #include "core/generate.h"
 
+#include "core/lazy_state.h"
 #include "core/runtime.h"
 #include "core/stop_strings.h"
 
@@ -55,18 +56,37 @@ absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequ
     BlockTable kv;   // released on every return path by its destructor
     PP_RETURN_IF_ERROR(kv.Reserve(forward.pool(), n_prompt));
 
+    // LazyLLM scores tokens by the prompt's last token, so a pruned prompt
+    // is prefilled in one step.
+    std::unique_ptr<LazyState> lazy;
+    if (request.lazy) {
+        lazy = std::make_unique<LazyState>(forward.pool(), c.n_layers, c.dim,
+                                           request.lazy_schedule.empty() ? DefaultLazySchedule(c.n_layers)
+                                                                         : request.lazy_schedule,
+                                           0);
+        lazy->set_n_prompt(n_prompt);
+        PP_RETURN_IF_ERROR(lazy->aux().Reserve(n_prompt));
+    }
+    const int32_t chunk = lazy ? n_prompt : kPrefillChunk;
     // Prefill in chunks; only the last chunk asks for logits.
     StepOutput out;
     const double t0 = NowSeconds();
-    for (int32_t begin = 0; begin < n_prompt; begin += kPrefillChunk) {
-        const int32_t n = std::min(kPrefillChunk, n_prompt - begin);
+    for (int32_t begin = 0; begin < n_prompt; begin += chunk) {
+        const int32_t n = std::min(chunk, n_prompt - begin);
         StepPlan plan;
         plan.Add(&kv, prompt.data() + begin, n, begin,
                  begin + n == n_prompt ? LogitsWanted::kLast : LogitsWanted::kNone);
+        plan.seqs.back().lazy = lazy.get();
         PP_RETURN_IF_ERROR(forward.Run(plan, &out));
     }
     const double t1 = NowSeconds();
     result.prefill_seconds = t1 - t0;
+    if (lazy) {
+        result.prompt_work_fraction = lazy->PromptWorkFraction();
+        result.prompt_layer_fractions = lazy->PromptLayerFractions();
+    } else {
+        result.prompt_layer_fractions.assign(c.n_layers, 1.0);
+    }
 
     Sampler sampler(request.sampling);
     StopMatcher stops(request.stop);
@@ -100,6 +120,7 @@ absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequ
         PP_RETURN_IF_ERROR(kv.Reserve(forward.pool(), pos + 1));
         StepPlan plan;
         plan.Add(&kv, &next, 1, pos);
+        plan.seqs.back().lazy = lazy.get();   // each decode step re-scores and may bring tokens back
         PP_RETURN_IF_ERROR(forward.Run(plan, &out));
     }
     if (!stops.stopped()) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/forward.h"
+#include "core/lazy_schedule.h"
 #include "core/sampler.h"
 
 namespace prepack {
@@ -27,6 +28,8 @@ struct GenerateRequest {
     std::vector<std::string> stop;
     bool                     add_bos = true;
     bool                     ignore_eos = false;   // keep going after the model's EOS
+    bool                     lazy = false;         // LazyLLM pruning (the prompt is prefilled in one step)
+    LazySchedule             lazy_schedule;        // empty: the model's default schedule
 };
 
 struct GenerateResult {
@@ -36,6 +39,10 @@ struct GenerateResult {
     FinishReason         finish_reason = FinishReason::kLength;
     double               prefill_seconds = 0.0;
     double               decode_seconds = 0.0;
+    // LazyLLM: fraction of the prompt's token-layers the prefill computed,
+    // and per layer the fraction of prompt tokens it computed (all 1 without pruning).
+    double               prompt_work_fraction = 1.0;
+    std::vector<double>  prompt_layer_fractions;
 };
 
 using TextCallback = std::function<void(std::string_view)>;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/generate.h"
+#include "core/lazy_schedule.h"
 #include "core/sampler.h"
 
 namespace prepack {
@@ -21,6 +22,10 @@ struct Request {
     bool                     ignore_eos = false;
     int64_t                  deadline_ms = 0;   // wall-clock budget from submission; 0 = none
     int32_t                  logprobs = 0;      // most likely alternatives to report per token (0..kMaxLogprobs)
+    // LazyLLM pruning of the prompt. The schedule is text ("L1:K1,..."),
+    // checked against the model at submission; empty = the default.
+    bool                     lazy = false;
+    std::string              lazy_schedule;
 };
 
 constexpr int32_t kMaxLogprobs = 20;
@@ -32,7 +37,8 @@ struct Usage {
     double  time_to_first_token = 0.0;  // submitted -> first token
     double  total_seconds = 0.0;        // submitted -> finished
     int32_t cached_prompt_tokens = 0;   // prompt tokens whose KV came from a shared prefix (not computed)
-    double  pruned_fraction = 0.0;      // LazyLLM: fraction of prompt tokens skipped (0 without pruning)
+    double  pruned_fraction = 0.0;      // LazyLLM: fraction of the prompt's token-layers skipped by its prefill
+    std::vector<double> prompt_layer_fractions;   // LazyLLM: per layer, fraction of prompt tokens computed
 };
 
 struct Event {

@@ -46,6 +46,12 @@ std::vector<int32_t> Alone(const Model& m, const Request& r) {
     g.sampling = r.sampling;
     g.stop = r.stop;
     g.ignore_eos = r.ignore_eos;
+    g.lazy = r.lazy;
+    if (r.lazy) {
+        auto sch = ParseLazySchedule(r.lazy_schedule, m.config().n_layers);
+        EXPECT_TRUE(sch.ok()) << sch.status();
+        g.lazy_schedule = *sch;
+    }
     auto out = Generate(fwd, g);
     EXPECT_TRUE(out.ok()) << out.status();
     return out->tokens;
@@ -250,6 +256,87 @@ std::vector<Request> SharedPrefixBatch() {
         reqs.push_back(r);
     }
     return reqs;
+}
+
+TEST(EngineLazy, PrunedRequestsGetWhatTheyGetAloneBesideOthers) {
+    // Long prompts (one prefill step each), half of them pruned by LazyLLM
+    // with different schedules, all running at once with unpruned ones.
+    auto engine = MakeEngine("synthetic:tiny", 0, 512);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 6; ++i) {
+        Request r;
+        for (int t = 0; t < 150 + 40 * i; ++t) r.prompt_tokens.push_back(1 + (t * (i + 3) * 37) % 500);
+        r.max_tokens = 8;
+        r.sampling.temperature = 0.0f;
+        r.ignore_eos = true;
+        r.lazy = i % 2 == 0;
+        if (i == 2) r.lazy_schedule = "1:0.6,3:0.2";
+        reqs.push_back(r);
+    }
+    std::vector<Collected> got(reqs.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        threads.emplace_back([&, i] {
+            auto s = engine->Submit(reqs[i]);
+            ASSERT_TRUE(s.ok()) << s.status();
+            got[i] = Collect(**s);
+        });
+    }
+    for (auto& t : threads) t.join();
+    const Model& m = engine->model();
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        SCOPED_TRACE("request " + std::to_string(i));
+        EXPECT_EQ(got[i].tokens, Alone(m, reqs[i]));
+        const Usage& u = got[i].finish.usage;
+        ASSERT_EQ(u.prompt_layer_fractions.size(), static_cast<size_t>(reqs[i].lazy ? 6 : 0));
+        if (reqs[i].lazy) {
+            EXPECT_GT(u.pruned_fraction, 0.3);
+            EXPECT_DOUBLE_EQ(u.prompt_layer_fractions[0], 1.0);   // every schedule keeps layer 0 whole
+            EXPECT_LT(u.prompt_layer_fractions[5], 0.5);
+        } else {
+            EXPECT_EQ(u.pruned_fraction, 0.0);
+        }
+    }
+    const EngineStats st = engine->Stats();
+    EXPECT_LT(st.prompt_fraction_computed, 0.9);
+    EXPECT_GT(st.prompt_fraction_computed, 0.3);
+    EXPECT_EQ(SettledKvBytes(*engine), 0u) << "aux cache or KV blocks not returned";
+
+    // Bad schedules are refused at submission, naming the item.
+    Request bad = reqs[0];
+    bad.lazy_schedule = "9:0.5";
+    auto s = engine->Submit(bad);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find("9:0.5"), std::string::npos) << s.status();
+    bad.lazy = false;
+    EXPECT_EQ(engine->Submit(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EngineLazy, PreemptedPrunedRequestsStayExact) {
+    // A KV budget too small for all of them: pruned requests are preempted
+    // (their aux cache dropped with their blocks) and recomputed.
+    const auto cfg = SyntheticConfig("tiny").value();
+    auto engine = MakeEngine("synthetic:tiny", cfg.KvBytesPerToken() * 400, 256);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 6; ++i) {
+        Request r;
+        for (int t = 0; t < 90; ++t) r.prompt_tokens.push_back(3 + (i * 31 + t * 7) % 500);
+        r.max_tokens = 40;
+        r.sampling.temperature = 0.0f;
+        r.ignore_eos = true;
+        r.lazy = true;
+        reqs.push_back(r);
+    }
+    std::vector<std::unique_ptr<Stream>> streams;
+    for (const Request& r : reqs) streams.push_back(std::move(engine->Submit(r).value()));
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        const Collected c = Collect(*streams[i]);
+        EXPECT_TRUE(c.finish.status.ok()) << c.finish.status;
+        EXPECT_EQ(c.tokens, Alone(engine->model(), reqs[i])) << i;
+    }
+    EXPECT_GT(engine->Stats().preemptions, 0u);
+    EXPECT_EQ(SettledKvBytes(*engine), 0u);
 }
 
 TEST(EnginePolicies, EveryPolicyGivesEachRequestItsSoloTokens) {
