@@ -120,7 +120,9 @@ absl::StatusOr<prepack::Request> ToRequest(const prepack_request* in) {
     out.logprobs = r.logprobs;
     out.ignore_eos = r.ignore_eos != 0;
     out.deadline_ms = r.deadline_ms;
-    if (r.lazy != 0) return absl::UnimplementedError("LazyLLM pruning (request.lazy) is not available in this build yet");
+    out.lazy = r.lazy != 0;
+    out.lazy_keep_ratio = r.lazy_keep_ratio;
+    if (r.lazy_schedule != nullptr) out.lazy_schedule = r.lazy_schedule;
     return out;
 }
 
@@ -362,7 +364,6 @@ void prepack_request_init(prepack_request* r) {
     r->temperature = 1.0f;
     r->top_p = 1.0f;
     r->repetition_penalty = 1.0f;
-    r->lazy_keep_ratio = 1.0f;
 }
 
 void prepack_event_init(prepack_event* e) {

@@ -21,6 +21,8 @@ struct GenerateOptions {
     float                    repeat_penalty = 1.0f;
     uint64_t                 seed = 0;
     std::vector<std::string> stop;
+    bool                     lazy = false;
+    std::string              lazy_schedule;
 };
 
 int Run(const GenerateOptions& o) {
@@ -40,6 +42,12 @@ int Run(const GenerateOptions& o) {
 
     absl::StatusOr<Loaded> loaded = Load(o.common, /*min_kv_tokens=*/4096);
     if (!loaded.ok()) return Fail(loaded.status());
+    if (o.lazy || !o.lazy_schedule.empty()) {
+        absl::StatusOr<LazySchedule> sch = ParseLazySchedule(o.lazy_schedule, loaded->model->config().n_layers);
+        if (!sch.ok()) return Fail(sch.status());
+        req.lazy = true;
+        req.lazy_schedule = *sch;
+    }
     ForwardPass forward(*loaded->model, *loaded->pool);
     TextCallback stream;
     if (!o.common.json) {
@@ -67,7 +75,11 @@ int Run(const GenerateOptions& o) {
         // The first generated token comes from the prefill; the rest from decode steps.
         {"decode_tokens_per_s",
          decode_ms > 0 && r->tokens.size() > 1 ? (r->tokens.size() - 1) / (decode_ms / 1e3) : 0.0},
+        {"lazy", req.lazy},
+        {"prompt_work_fraction", r->prompt_work_fraction},
+        {"prompt_layer_fractions", r->prompt_layer_fractions},
     };
+    if (req.lazy) j["lazy_schedule"] = FormatLazySchedule(req.lazy_schedule);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
 }
@@ -87,6 +99,9 @@ void AddGenerate(CLI::App& app, int* exit_code) {
     cmd->add_option("--repeat-penalty", o->repeat_penalty, "penalty for recently seen tokens (1 = off)");
     cmd->add_option("--seed", o->seed, "sampling seed: same seed, same tokens");
     cmd->add_option("--stop", o->stop, "stop when this text is generated (repeatable)");
+    cmd->add_flag("--lazy", o->lazy, "LazyLLM: prune prompt tokens the next token barely attends to");
+    cmd->add_option("--lazy-schedule", o->lazy_schedule,
+                    "LazyLLM schedule LAYER:KEEP,... (implies --lazy; default: full first quarter, then 50%, 30%, 15%)");
     cmd->callback([o, exit_code]() { *exit_code = Run(*o); });
 }
 

@@ -12,5 +12,7 @@ void AddBatch(CLI::App& app, int* exit_code);
 void AddBenchForward(CLI::App& bench, int* exit_code);
 void AddBenchPrefill(CLI::App& bench, int* exit_code);
 void AddBenchBatch(CLI::App& bench, int* exit_code);
+void AddBenchLazy(CLI::App& bench, int* exit_code);
+void AddEvalLazy(CLI::App& eval, int* exit_code);
 
 }  // namespace prepack::cli

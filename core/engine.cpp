@@ -175,7 +175,8 @@ absl::StatusOr<std::shared_ptr<Engine::Seq>> Engine::MakeSeq(Request request) co
     }
     std::optional<LazySchedule> lazy;
     if (request.lazy) {
-        PP_ASSIGN_OR_RETURN(lazy, ParseLazySchedule(request.lazy_schedule, model_->config().n_layers));
+        PP_ASSIGN_OR_RETURN(lazy, ResolveLazySchedule(request.lazy_schedule, request.lazy_keep_ratio,
+                                                      model_->config().n_layers));
     } else if (!request.lazy_schedule.empty()) {
         return absl::InvalidArgumentError("lazy_schedule is set but lazy pruning is off");
     }

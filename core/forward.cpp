@@ -139,10 +139,16 @@ void ForwardPass::PlanAttention(const StepPlan& plan) {
     spans_.clear();
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];
-        cpu::AttentionSpan span{seq_rows_[k].begin, seq_rows_[k].count, s.kv->num_tokens(), s.kv->blocks().data()};
+        const SeqRows rows = seq_rows_[k];
+        cpu::AttentionSpan span{rows.begin, rows.count, s.kv->num_tokens(), s.kv->blocks().data()};
         if (s.lazy != nullptr) {
-            span.q_slots = row_slot_.data() + seq_rows_[k].begin;
-            span.key_depth = s.lazy->depth();
+            // Only what pruning actually changed costs anything: rows that
+            // are no longer consecutive tokens, keys some layer lacks (a
+            // token stopped early has its state in the aux cache).
+            const int32_t first = row_slot_[rows.begin], last = row_slot_[rows.begin + rows.count - 1];
+            span.kv_before = first;
+            if (last - first + 1 != rows.count) span.q_slots = row_slot_.data() + rows.begin;
+            if (s.lazy->aux().size() > 0) span.key_depth = s.lazy->depth();
         }
         spans_.push_back(span);
     }

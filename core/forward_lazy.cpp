@@ -112,6 +112,10 @@ void ForwardPass::Prune(const StepPlan& plan, int32_t layer) {
         }
         new_seq_rows.push_back({begin, static_cast<int32_t>(new_slot.size() - begin)});
     }
+    // Nothing dropped or brought back (keep fractions of 1.0): the rows stay.
+    const bool same_rows = std::equal(new_seq_rows.begin(), new_seq_rows.end(), seq_rows_.begin(), seq_rows_.end(),
+                                      [](const SeqRows& a, const SeqRows& b) { return a.count == b.count; });
+    if (same_rows && new_slot == row_slot_) return;
     // Gather the new rows, then free the aux cells of revived tokens (their
     // states were read above; a later pruning stores them afresh).
     const int64_t t = static_cast<int64_t>(new_slot.size());

@@ -81,6 +81,7 @@ absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequ
     }
     const double t1 = NowSeconds();
     result.prefill_seconds = t1 - t0;
+    result.first_logits.assign(out.logits.data(), out.logits.data() + c.vocab_size);
     if (lazy) {
         result.prompt_work_fraction = lazy->PromptWorkFraction();
         result.prompt_layer_fractions = lazy->PromptLayerFractions();
@@ -129,6 +130,7 @@ absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequ
         emit(tail + stops.Flush());
     }
     result.decode_seconds = NowSeconds() - t1;
+    if (lazy) result.prompt_work_fraction_end = lazy->PromptWorkFraction();
     return result;
 }
 

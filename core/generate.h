@@ -41,7 +41,9 @@ struct GenerateResult {
     double               decode_seconds = 0.0;
     // LazyLLM: fraction of the prompt's token-layers the prefill computed,
     // and per layer the fraction of prompt tokens it computed (all 1 without pruning).
+    std::vector<float>   first_logits;   // the next-token logits after the prompt
     double               prompt_work_fraction = 1.0;
+    double               prompt_work_fraction_end = 1.0;   // also counting tokens decode steps brought back
     std::vector<double>  prompt_layer_fractions;
 };
 

@@ -64,6 +64,28 @@ absl::StatusOr<LazySchedule> ParseLazySchedule(std::string_view text, int32_t n_
     return s;
 }
 
+LazySchedule ScaledLazySchedule(int32_t n_layers, float final_keep) {
+    LazySchedule s = DefaultLazySchedule(n_layers);
+    for (size_t i = 0; i < s.size(); ++i) {
+        s[i].keep = std::pow(final_keep, float(i + 1) / float(s.size()));
+    }
+    return s;
+}
+
+absl::StatusOr<LazySchedule> ResolveLazySchedule(std::string_view text, float keep_ratio, int32_t n_layers) {
+    if (!text.empty()) return ParseLazySchedule(text, n_layers);
+    if (!(keep_ratio >= 0.0f && keep_ratio <= 1.0f)) {
+        return absl::InvalidArgumentError(absl::StrCat("lazy keep ratio must be in (0, 1] (0 = default), got ", keep_ratio));
+    }
+    if (keep_ratio > 0.0f && keep_ratio < 1.0f) return ScaledLazySchedule(n_layers, keep_ratio);
+    if (keep_ratio == 1.0f) {
+        LazySchedule s = DefaultLazySchedule(n_layers);
+        for (LazyPoint& p : s) p.keep = 1.0f;
+        return s;
+    }
+    return DefaultLazySchedule(n_layers);
+}
+
 std::string FormatLazySchedule(const LazySchedule& schedule) {
     return absl::StrJoin(schedule, ",", [](std::string* out, const LazyPoint& p) {
         absl::StrAppend(out, p.layer, ":", p.keep);

@@ -31,6 +31,15 @@ LazySchedule DefaultLazySchedule(int32_t n_layers);
 // default schedule.
 absl::StatusOr<LazySchedule> ParseLazySchedule(std::string_view text, int32_t n_layers);
 
+// The default schedule's layers with keep fractions final^(1/3), final^(2/3)
+// and final: one knob for how hard to prune. `final` in (0, 1].
+LazySchedule ScaledLazySchedule(int32_t n_layers, float final_keep);
+
+// A request's schedule: `text` when set, else ScaledLazySchedule when
+// keep_ratio is in (0, 1), else the default. INVALID_ARGUMENT for a bad text
+// or a keep_ratio outside [0, 1].
+absl::StatusOr<LazySchedule> ResolveLazySchedule(std::string_view text, float keep_ratio, int32_t n_layers);
+
 // "L1:K1,L2:K2" (what ParseLazySchedule reads).
 std::string FormatLazySchedule(const LazySchedule& schedule);
 

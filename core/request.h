@@ -26,6 +26,7 @@ struct Request {
     // checked against the model at submission; empty = the default.
     bool                     lazy = false;
     std::string              lazy_schedule;
+    float                    lazy_keep_ratio = 0.0f;   // when lazy_schedule is empty: see ResolveLazySchedule
 };
 
 constexpr int32_t kMaxLogprobs = 20;

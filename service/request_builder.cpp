@@ -138,6 +138,8 @@ grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::s
     r.logprobs = in.top_logprobs();
     r.lazy = in.lazy().enabled() ? 1 : 0;
     if (in.lazy().has_keep_ratio()) r.lazy_keep_ratio = in.lazy().keep_ratio();
+    out->lazy_schedule = in.lazy().schedule();
+    if (!out->lazy_schedule.empty()) r.lazy_schedule = out->lazy_schedule.c_str();
 
     if (deadline != std::chrono::system_clock::time_point::max()) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::system_clock::now());

@@ -27,6 +27,7 @@ public:
     std::vector<int32_t>     prompt_ids;   // the prompt, tokenized here so its length is known
     std::vector<std::string> stop;
     std::vector<const char*> stop_ptrs;
+    std::string              lazy_schedule;
 };
 
 // Validates `in` and fills *out. `field_prefix` is put before field names in

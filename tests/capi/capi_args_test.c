@@ -124,8 +124,18 @@ int main(void) {
     CHECK_INVALID(prepack_generate_start(engine, &rq, &s));
     rq.logprobs = 0;
     rq.lazy = 1;
-    CHECK_STATUS(prepack_generate_start(engine, &rq, &s), PREPACK_UNIMPLEMENTED);
+    rq.lazy_schedule = "1:0.5,0:0.3";   /* layers out of order */
+    CHECK_INVALID(prepack_generate_start(engine, &rq, &s));
+    CHECK(strstr(prepack_last_error(), "0:0.3") != NULL);
+    rq.lazy_schedule = NULL;
+    rq.lazy_keep_ratio = 1.5f;
+    CHECK_INVALID(prepack_generate_start(engine, &rq, &s));
+    CHECK(strstr(prepack_last_error(), "keep ratio") != NULL);
+    rq.lazy_keep_ratio = 0.0f;
     rq.lazy = 0;
+    rq.lazy_schedule = "1:0.5";   /* a schedule without lazy on */
+    CHECK_INVALID(prepack_generate_start(engine, &rq, &s));
+    rq.lazy_schedule = NULL;
     const int32_t bad_ids[2] = {1, 999999};
     rq.prompt_tokens = bad_ids;
     rq.n_prompt_tokens = 2;

@@ -154,6 +154,38 @@ int main(void) {
     for (int i = 0; i < N_REQ; ++i) prepack_stream_destroy(bs[i]);
     CHECK_STATUS(prepack_generate_batch_start(g_engine, ptrs, 0, bs), PREPACK_INVALID_ARGUMENT);
 
+    /* LazyLLM through the ABI: keep ratio 1.0 scores but keeps every token,
+    ** so the tokens are those of an unpruned run; the default schedule
+    ** prunes a long prompt and says how much. */
+    {
+        int32_t long_prompt[300];
+        for (int t = 0; t < 300; ++t) long_prompt[t] = 1 + (t * 37) % 500;
+        prepack_request lq;
+        prepack_request_init(&lq);
+        lq.prompt_tokens = long_prompt;
+        lq.n_prompt_tokens = 300;
+        lq.max_tokens = 6;
+        lq.temperature = 0.0f;
+        lq.ignore_eos = 1;
+        int32_t plain[MAX_IDS], kept[MAX_IDS], pruned[MAX_IDS];
+        prepack_event e_kept, e_pruned;
+        const int n_plain = pull_all(g_engine, &lq, plain, MAX_IDS, NULL);
+        lq.lazy = 1;
+        lq.lazy_keep_ratio = 1.0f;
+        const int n_kept = pull_all(g_engine, &lq, kept, MAX_IDS, &e_kept);
+        CHECK(n_plain == 6 && n_kept == 6 && memcmp(plain, kept, sizeof(int32_t) * 6) == 0);
+        CHECK(e_kept.status == PREPACK_OK && e_kept.usage.pruned_fraction == 0.0);
+        lq.lazy_keep_ratio = 0.0f;   /* the default schedule */
+        const int n_pruned = pull_all(g_engine, &lq, pruned, MAX_IDS, &e_pruned);
+        CHECK(n_pruned == 6);
+        CHECK(e_pruned.status == PREPACK_OK);
+        CHECK(e_pruned.usage.pruned_fraction > 0.3 && e_pruned.usage.pruned_fraction < 0.7);
+        prepack_stats ls;
+        prepack_stats_init(&ls);
+        CHECK_STATUS(prepack_engine_stats(g_engine, &ls), PREPACK_OK);
+        CHECK(ls.prompt_fraction_computed < 1.0);
+    }
+
     /* Cancellation from another thread. */
     prepack_request rq;
     prepack_request_init(&rq);

@@ -197,7 +197,7 @@ typedef struct prepack_stats {
     uint64_t kv_bytes_total;
     uint64_t kv_bytes_used;
     double   prefix_saving;             /* fraction of prompt tokens served from shared prefixes */
-    double   prompt_fraction_computed;  /* LazyLLM: fraction of prompt tokens computed */
+    double   prompt_fraction_computed;  /* LazyLLM: fraction of prompt token-layers computed */
 } prepack_stats;
 
 PREPACK_API void prepack_stats_init(prepack_stats *stats);
@@ -245,9 +245,13 @@ typedef struct prepack_request {
     int32_t            logprobs;            /* alternatives reported per token, 0..20; default 0 */
     int32_t            ignore_eos;          /* default 0 */
     int64_t            deadline_ms;         /* from submission; 0 (default) = none */
-    /* LazyLLM pruning (UNIMPLEMENTED until the LazyLLM issue lands). */
+    /* LazyLLM pruning of the prompt (Fu et al. 2024). The prompt is prefilled
+    ** in one step; tokens its last token barely attends to skip later layers. */
     int32_t            lazy;                /* default 0 = off */
-    float              lazy_keep_ratio;     /* default 1.0 */
+    float              lazy_keep_ratio;     /* 0 (default): the default schedule (whole first quarter of
+                                               the layers, then 50%, 30%, 15%); in (0, 1): those layers
+                                               keeping r^(1/3), r^(2/3), r; 1: score but keep all */
+    const char        *lazy_schedule;       /* ABI 3: "LAYER:KEEP,..." overrides lazy_keep_ratio; NULL = unset */
 } prepack_request;
 
 /* Fills *request with defaults (and struct_size). NULL is ignored. */
@@ -279,7 +283,7 @@ typedef struct prepack_usage {
     double  ttft_ms;        /* submitted -> first token */
     double  total_ms;       /* submitted -> finished */
     int32_t cached_prompt_tokens;   /* prompt tokens served from a shared prefix's KV (ABI 2) */
-    double  pruned_fraction;        /* LazyLLM: fraction of prompt tokens skipped (ABI 2) */
+    double  pruned_fraction;        /* LazyLLM: fraction of the prompt's token-layers its prefill skipped (ABI 2) */
 } prepack_usage;
 
 typedef struct prepack_event {
@@ -306,8 +310,8 @@ PREPACK_API void prepack_event_init(prepack_event *event);
 /* Submits a request. On success *stream owns its event stream: free it with
 ** prepack_stream_destroy(). INVALID_ARGUMENT (NULLs, empty prompt, bad
 ** sampling values, ids outside the vocabulary, prompt at or past the
-** context), RESOURCE_EXHAUSTED (the prompt can never fit the KV budget),
-** UNIMPLEMENTED (lazy), UNAVAILABLE (engine shutting down). Thread-safe. */
+** context, bad lazy schedule), RESOURCE_EXHAUSTED (the prompt can never fit
+** the KV budget), UNAVAILABLE (engine shutting down). Thread-safe. */
 PREPACK_API prepack_status prepack_generate_start(prepack_engine *engine, const prepack_request *request,
                                                   prepack_stream **stream);
 
