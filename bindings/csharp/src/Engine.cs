@@ -1,0 +1,104 @@
+using System;
+using System.Collections.Generic;
+using System.Threading;
+
+namespace Prepack
+{
+    /// <summary>
+    /// A loaded model and its scheduler. Thread-safe: requests from all threads
+    /// are batched together. Dispose it (using) to free the model.
+    /// </summary>
+    /// <example><code>
+    /// using (var engine = Engine.Open(new EngineOptions("stories260K.gguf")))
+    ///     foreach (Token t in engine.Generate(new Request("Once upon a time") { MaxTokens = 32 }))
+    ///         Console.Write(t.Text);
+    /// </code></example>
+    public sealed class Engine : IDisposable
+    {
+        private readonly Handle<Native.Engine> handle;
+
+        private Engine(Native.Engine engine)
+        {
+            handle = new Handle<Native.Engine>(engine, "engine");
+        }
+
+        /// <summary>Loads the model; PrepackException NotFound, InvalidArgument, ... on failure.</summary>
+        public static Engine Open(EngineOptions options)
+        {
+            using (Native.EngineOptions n = options.ToNative()) return new Engine(Native.Engine.Open(n));
+        }
+
+        /// <summary>The library's version, e.g. "0.1.0".</summary>
+        public static string Version
+        {
+            get { return Native.prepack.Version(); }
+        }
+
+        /// <summary>Starts a request and returns its token stream; dispose the stream when done.</summary>
+        public Stream Start(Request request)
+        {
+            using (Native.Request n = request.ToNative()) return new Stream(handle.Call(e => e.Start(n)));
+        }
+
+        /// <summary>
+        /// Starts a request (argument errors throw here) and returns its tokens,
+        /// read as they are enumerated. Cancelling the token cancels the request:
+        /// the enumeration then throws PrepackException(Cancelled).
+        /// </summary>
+        public IEnumerable<Token> Generate(Request request, CancellationToken cancellation = default(CancellationToken))
+        {
+            return Tokens(Start(request), cancellation);
+        }
+
+        private static IEnumerable<Token> Tokens(Stream stream, CancellationToken cancellation)
+        {
+            using (stream)
+            using (cancellation.Register(stream.Cancel))
+            {
+                foreach (Token t in stream) yield return t;
+            }
+        }
+
+        /// <summary>Runs a request to its end; throws if it ends with a status other than Ok.</summary>
+        public Result GenerateResult(Request request)
+        {
+            using (Native.Request n = request.ToNative())
+            using (Native.Result r = handle.Call(e => e.Generate(n)))
+            {
+                return new Result(r);
+            }
+        }
+
+        /// <summary>
+        /// Runs requests as one offline batch (under Policy.BatchLlm shared prefixes
+        /// are computed once). Results come in request order; a request that fails
+        /// reports it in its result's Status rather than by throwing.
+        /// </summary>
+        public IList<Result> GenerateBatch(IEnumerable<Request> requests)
+        {
+            using (var input = new Native.RequestVector())
+            {
+                foreach (Request r in requests)
+                {
+                    using (Native.Request n = r.ToNative()) input.Add(n);   // copies
+                }
+                using (Native.ResultVector output = handle.Call(e => e.GenerateBatch(input)))
+                {
+                    var results = new List<Result>(output.Count);
+                    foreach (Native.Result r in output) results.Add(new Result(r));   // views into output
+                    return results;
+                }
+            }
+        }
+
+        /// <summary>
+        /// Stops the engine and frees the model. Running requests end with
+        /// Cancelled; a GenerateBatch in flight is waited for. Idempotent; later
+        /// calls throw FailedPrecondition.
+        /// </summary>
+        public void Dispose()
+        {
+            handle.Close(e => e.Close());
+        }
+    }
+}

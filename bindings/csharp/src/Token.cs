@@ -1,0 +1,29 @@
+namespace Prepack
+{
+    /// <summary>One generated token. Immutable.</summary>
+    public sealed class Token
+    {
+        internal Token(Native.Token n)
+        {
+            Id = n.Id;
+            Text = n.Text;
+            Logprob = n.Logprob;
+            TopIds = n.TopIds.ToArray();
+            TopLogprobs = n.TopLogprobs.ToArray();
+        }
+
+        public int Id { get; private set; }
+        /// <summary>Whole UTF-8 characters; empty while a stop string or a character is pending.</summary>
+        public string Text { get; private set; }
+        /// <summary>log p(token) under the model.</summary>
+        public float Logprob { get; private set; }
+        /// <summary>The request's Logprobs most likely ids, best first.</summary>
+        public int[] TopIds { get; private set; }
+        public float[] TopLogprobs { get; private set; }
+
+        public override string ToString()
+        {
+            return Id + ":" + Text;
+        }
+    }
+}

@@ -1,0 +1,21 @@
+// Package prepack runs the prepack inference engine in-process, over
+// libprepack.so through a SWIG-generated cgo layer
+// (prepack.dev/prepack/bindings/internal/native).
+//
+//	engine, err := prepack.Open(prepack.Options{Model: "stories260K.gguf"})
+//	if err != nil { ... }
+//	defer engine.Close()
+//	stream, err := engine.Generate(ctx, prepack.Request{Prompt: "Once upon a time", MaxTokens: 32})
+//	if err != nil { ... }
+//	defer stream.Close()
+//	for stream.Next() {
+//		fmt.Print(stream.Token().Text)
+//	}
+//	if err := stream.Err(); err != nil { ... }
+//
+// Errors are *Error values carrying the library's status Code; bad input
+// is an error, never a panic. Engines are safe for concurrent use; a
+// Stream is read by one goroutine, while Cancel and Close work from any.
+// Every native object is freed by Close (a finalizer catches forgotten
+// ones, but close them: the engine holds the model and its KV cache).
+package prepack

@@ -1,0 +1,367 @@
+package prepack_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+
+	prepack "prepack.dev/prepack/bindings/go"
+)
+
+// The Go binding against the real stories260K model: greedy output equals
+// llama2.c's reference ids, and streaming, batching, cancellation, errors
+// and closing behave. PREPACK_MODEL and PREPACK_REFERENCE name the files.
+
+type refCase struct {
+	Prompt    string  `json:"prompt"`
+	GreedyIDs []int32 `json:"greedy_ids"`
+}
+
+var (
+	engine *prepack.Engine
+	cases  []refCase
+)
+
+func options() prepack.Options {
+	// One thread and a small KV budget: the test machine is small and shared.
+	return prepack.Options{Model: os.Getenv("PREPACK_MODEL"), Threads: 1, KVBudgetBytes: 8 << 20}
+}
+
+func TestMain(m *testing.M) {
+	model, reference := os.Getenv("PREPACK_MODEL"), os.Getenv("PREPACK_REFERENCE")
+	data, err := os.ReadFile(reference)
+	if _, statErr := os.Stat(model); model == "" || statErr != nil || err != nil {
+		fmt.Printf("SKIP: stories260K model not found (%q)\n", model)
+		os.Exit(0)
+	}
+	var ref struct {
+		Cases []refCase `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &ref); err != nil || len(ref.Cases) < 2 {
+		fmt.Println("reference.json:", err)
+		os.Exit(1)
+	}
+	cases = ref.Cases
+	if engine, err = prepack.Open(options()); err != nil {
+		fmt.Println("open:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	engine.Close()
+	os.Exit(code)
+}
+
+func greedy(c refCase) prepack.Request {
+	return prepack.Request{Prompt: c.Prompt, MaxTokens: len(c.GreedyIDs), Temperature: 0}
+}
+
+func TestGreedyGenerationEqualsReference(t *testing.T) {
+	for _, c := range cases {
+		r, err := engine.Complete(context.Background(), greedy(c))
+		if err != nil {
+			t.Fatalf("%q: %v", c.Prompt, err)
+		}
+		if !reflect.DeepEqual(r.Tokens, c.GreedyIDs) {
+			t.Errorf("%q:\n got %v\nwant %v", c.Prompt, r.Tokens, c.GreedyIDs)
+		}
+		if r.FinishReason != prepack.FinishLength || r.Usage.CompletionTokens != len(c.GreedyIDs) {
+			t.Errorf("%q: finish %v, %d tokens", c.Prompt, r.FinishReason, r.Usage.CompletionTokens)
+		}
+	}
+}
+
+func TestLazyOptionsReachTheEngine(t *testing.T) {
+	// Keep ratio 1.0 scores every token but keeps them all: the reference ids.
+	c := cases[0]
+	req := greedy(c)
+	req.Lazy, req.LazyKeepRatio = true, 1.0
+	r, err := engine.Complete(context.Background(), req)
+	if err != nil || !reflect.DeepEqual(r.Tokens, c.GreedyIDs) || r.Usage.PrunedFraction != 0 {
+		t.Fatalf("lazy keep 1.0: err %v, tokens %v, pruned %v", err, r.Tokens, r.Usage.PrunedFraction)
+	}
+	req.LazySchedule = "3:0.5,1:0.2"
+	var pe *prepack.Error
+	if _, err := engine.Complete(context.Background(), req); !errors.As(err, &pe) || pe.Code != prepack.InvalidArgument ||
+		!strings.Contains(pe.Message, "1:0.2") {
+		t.Fatalf("bad schedule: got %v", err)
+	}
+}
+
+func TestStreamingYieldsTheFullResult(t *testing.T) {
+	c := cases[0]
+	full, err := engine.Complete(context.Background(), greedy(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Generate(context.Background(), greedy(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ids []int32
+	var text strings.Builder
+	for s.Next() {
+		ids = append(ids, s.Token().ID)
+		text.WriteString(s.Token().Text)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ids, full.Tokens) || text.String() != full.Text {
+		t.Errorf("stream %v %q\n  full %v %q", ids, text.String(), full.Tokens, full.Text)
+	}
+	if !reflect.DeepEqual(s.Result().Tokens, full.Tokens) || s.Result().FinishReason != prepack.FinishLength {
+		t.Errorf("stream result %+v", s.Result())
+	}
+}
+
+func TestLogprobsAndStopStrings(t *testing.T) {
+	req := greedy(cases[0])
+	req.Logprobs = 3
+	s, err := engine.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for s.Next() {
+		tok := s.Token()
+		// Greedy picks the most likely token, so it heads the alternatives.
+		if len(tok.TopIDs) != 3 || len(tok.TopLogprobs) != 3 || tok.TopIDs[0] != tok.ID {
+			t.Fatalf("token %+v", tok)
+		}
+	}
+	if s.Err() != nil {
+		t.Fatal(s.Err())
+	}
+
+	req = greedy(cases[0])
+	req.Stop = []string{"Lily"} // in the reference continuation
+	r, err := engine.Complete(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FinishReason != prepack.FinishStop || strings.Contains(r.Text, "Lily") || !strings.HasSuffix(r.Text, "named ") {
+		t.Errorf("stop: %v %q", r.FinishReason, r.Text)
+	}
+}
+
+func TestBatchEqualsSingleRuns(t *testing.T) {
+	var reqs []prepack.Request
+	for _, c := range cases {
+		reqs = append(reqs, greedy(c))
+	}
+	reqs = append(reqs, greedy(cases[0])) // a repeat shares its whole prompt
+	results, err := engine.GenerateBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != len(reqs) {
+		t.Fatalf("%d results for %d requests", len(results), len(reqs))
+	}
+	for i, r := range results {
+		single, err := engine.Complete(context.Background(), reqs[i])
+		if err != nil || r.Err != nil {
+			t.Fatalf("request %d: %v / %v", i, err, r.Err)
+		}
+		if !reflect.DeepEqual(r.Tokens, single.Tokens) || !reflect.DeepEqual(r.Tokens, cases[i%len(cases)].GreedyIDs) {
+			t.Errorf("request %d: batch %v\nsingle %v", i, r.Tokens, single.Tokens)
+		}
+	}
+
+	results, err = engine.GenerateBatch(context.Background(), []prepack.Request{greedy(cases[0]), {Prompt: "x", MaxTokens: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[0].Err != nil || prepack.CodeOf(results[1].Err) != prepack.InvalidArgument {
+		t.Errorf("per-request errors: %v, %v", results[0].Err, results[1].Err)
+	}
+	if _, err := engine.GenerateBatch(context.Background(), nil); prepack.CodeOf(err) != prepack.InvalidArgument {
+		t.Errorf("empty batch: %v", err)
+	}
+}
+
+// long is the longest run the context allows, so it is still going when cancelled.
+func long() prepack.Request {
+	return prepack.Request{Prompt: cases[0].Prompt, MaxTokens: 500, IgnoreEOS: true}
+}
+
+func TestContextCancelEndsTheStream(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := engine.Generate(ctx, long())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	for s.Next() {
+		if n++; n == 1 {
+			go cancel() // from another goroutine, while this one waits in Next
+		}
+	}
+	err = s.Err()
+	if prepack.CodeOf(err) != prepack.Cancelled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if s.Result().FinishReason != prepack.FinishCancelled || n >= 500 {
+		t.Errorf("finish %v after %d tokens", s.Result().FinishReason, n)
+	}
+}
+
+func TestCancelFromAnotherGoroutine(t *testing.T) {
+	s, err := engine.Generate(context.Background(), long())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		<-first
+		s.Cancel()
+		close(done)
+	}()
+	n := 0
+	for s.Next() {
+		if n++; n == 1 {
+			close(first)
+		}
+	}
+	<-done
+	if prepack.CodeOf(s.Err()) != prepack.Cancelled || n >= 500 {
+		t.Fatalf("err = %v after %d tokens", s.Err(), n)
+	}
+	if s2, err := engine.Generate(context.Background(), long()); err != nil { // the engine goes on
+		t.Fatal(err)
+	} else {
+		s2.Close()
+	}
+}
+
+func TestInvalidArgumentsAreErrorsWithTheMessage(t *testing.T) {
+	ctx := context.Background()
+	_, err := engine.Complete(ctx, prepack.Request{Prompt: "Once", Temperature: -1})
+	if prepack.CodeOf(err) != prepack.InvalidArgument || !strings.Contains(err.Error(), "temperature") {
+		t.Errorf("temperature -1: %v", err)
+	}
+	_, err = engine.Generate(ctx, prepack.Request{Prompt: "Once", MaxTokens: -1})
+	if prepack.CodeOf(err) != prepack.InvalidArgument || !strings.Contains(err.Error(), "max_tokens") {
+		t.Errorf("max_tokens -1: %v", err)
+	}
+	if _, err = engine.Generate(ctx, prepack.Request{}); prepack.CodeOf(err) != prepack.InvalidArgument {
+		t.Errorf("empty prompt: %v", err)
+	}
+	if _, err = engine.Generate(ctx, prepack.Request{PromptTokens: []int32{1, 1 << 30}}); prepack.CodeOf(err) != prepack.InvalidArgument {
+		t.Errorf("id outside the vocabulary: %v", err)
+	}
+	if _, err = prepack.Open(prepack.Options{Model: "/no/such/model.gguf"}); prepack.CodeOf(err) != prepack.NotFound {
+		t.Errorf("missing model: %v", err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err = engine.Generate(done, greedy(cases[0])); !errors.Is(err, context.Canceled) {
+		t.Errorf("done context: %v", err)
+	}
+}
+
+func TestClosingTwiceIsHarmlessAndAClosedEngineIsAnError(t *testing.T) {
+	e, err := prepack.Open(options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.Generate(context.Background(), greedy(cases[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s.Close()
+	s.Cancel()
+	if s.Next() || prepack.CodeOf(s.Err()) != prepack.FailedPrecondition {
+		t.Errorf("closed stream: %v", s.Err())
+	}
+
+	e.Close()
+	e.Close()
+	if _, err := e.Generate(context.Background(), greedy(cases[0])); prepack.CodeOf(err) != prepack.FailedPrecondition ||
+		!strings.Contains(err.Error(), "closed") {
+		t.Errorf("closed engine: %v", err)
+	}
+	if _, err := e.GenerateBatch(context.Background(), []prepack.Request{greedy(cases[0])}); prepack.CodeOf(err) != prepack.FailedPrecondition {
+		t.Errorf("closed engine batch: %v", err)
+	}
+	var nilEngine *prepack.Engine
+	if _, err := nilEngine.Generate(context.Background(), greedy(cases[0])); err == nil {
+		t.Error("nil engine: no error")
+	}
+}
+
+func TestClosingTheEngineEndsItsStreams(t *testing.T) {
+	e, err := prepack.Open(options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.Generate(context.Background(), long())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e.Close()
+	if _, err := s.Collect(); prepack.CodeOf(err) != prepack.Cancelled {
+		t.Errorf("stream of a closed engine: %v", err)
+	}
+}
+
+func rssKiB(t *testing.T) int {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skip("needs /proc:", err)
+	}
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		if fields := strings.Fields(sc.Text()); len(fields) >= 2 && fields[0] == "VmRSS:" {
+			n, _ := strconv.Atoi(fields[1])
+			return n
+		}
+	}
+	return -1
+}
+
+func cycles(t *testing.T, n int) {
+	for i := 0; i < n; i++ {
+		e, err := prepack.Open(options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Complete(context.Background(), prepack.Request{Prompt: "Once upon a time", MaxTokens: 8})
+		if err != nil || len(r.Tokens) != 8 {
+			t.Fatal(err)
+		}
+		e.Close()
+	}
+}
+
+func TestCreateGenerateCloseCyclesDoNotGrowMemory(t *testing.T) {
+	cycles(t, 20) // warm-up: allocator pools, library initialisation
+	runtime.GC()
+	debug.FreeOSMemory()
+	before := rssKiB(t)
+	cycles(t, 200)
+	runtime.GC()
+	debug.FreeOSMemory()
+	after := rssKiB(t)
+	fmt.Printf("memory: VmRSS %d KiB before, %d KiB after 200 cycles (%+d KiB)\n", before, after, after-before)
+	// A leaked engine (model + KV cache) is over a megabyte of RSS, so 200
+	// of them would be far past this bound.
+	if after-before > 16*1024 {
+		t.Errorf("VmRSS grew by %d KiB", after-before)
+	}
+}

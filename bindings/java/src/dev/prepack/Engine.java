@@ -1,0 +1,100 @@
+package dev.prepack;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A loaded model and its scheduler. Thread-safe: requests from all threads
+ * are batched together. Close it (try-with-resources) to free the model.
+ *
+ * <pre>{@code
+ * try (Engine engine = Engine.open(new EngineOptions("stories260K.gguf"))) {
+ *     System.out.println(engine.generate(new Request("Once upon a time").maxTokens(32)).text());
+ * }
+ * }</pre>
+ */
+public final class Engine implements AutoCloseable {
+    private final Handle<dev.prepack.swig.Engine> handle;
+
+    private Engine(dev.prepack.swig.Engine engine) {
+        handle = new Handle<>(engine, "engine");
+    }
+
+    /** Loads the model; PrepackException NOT_FOUND, INVALID_ARGUMENT, ... on failure. */
+    public static Engine open(EngineOptions options) {
+        dev.prepack.swig.EngineOptions n = options.toNative();
+        try {
+            return new Engine(dev.prepack.swig.Engine.open(n));
+        } finally {
+            n.delete();
+        }
+    }
+
+    /** The library's version, e.g. "0.1.0". */
+    public static String version() {
+        return dev.prepack.swig.prepack.version();
+    }
+
+    /** Starts a request and returns its token stream; close the stream when done. */
+    public Stream start(Request request) {
+        dev.prepack.swig.Request n = request.toNative();
+        try {
+            return new Stream(handle.call(e -> e.start(n)));
+        } finally {
+            n.delete();
+        }
+    }
+
+    /** Runs a request to its end; throws if it ends with a status other than OK. */
+    public Result generate(Request request) {
+        dev.prepack.swig.Request n = request.toNative();
+        try {
+            dev.prepack.swig.Result r = handle.call(e -> e.generate(n));
+            try {
+                return new Result(r);
+            } finally {
+                r.delete();
+            }
+        } finally {
+            n.delete();
+        }
+    }
+
+    /**
+     * Runs requests as one offline batch (under Policy.BATCHLLM shared prefixes
+     * are computed once). Results come in request order; a request that fails
+     * reports it in its result's status rather than by throwing.
+     */
+    public List<Result> generateBatch(List<Request> requests) {
+        dev.prepack.swig.RequestVector in = new dev.prepack.swig.RequestVector();
+        try {
+            for (Request r : requests) {
+                dev.prepack.swig.Request n = r.toNative();
+                in.add(n);   // copies
+                n.delete();
+            }
+            dev.prepack.swig.ResultVector out = handle.call(e -> e.generateBatch(in));
+            try {
+                List<Result> results = new ArrayList<>(out.size());
+                for (int i = 0; i < out.size(); i++) {
+                    results.add(new Result(out.get(i)));   // get() views the vector's element
+                }
+                return results;
+            } finally {
+                out.delete();
+            }
+        } finally {
+            in.delete();
+        }
+    }
+
+    /**
+     * Stops the engine and frees the model. Running requests end with
+     * CANCELLED; a generateBatch in flight is waited for. Idempotent; later
+     * calls throw FAILED_PRECONDITION.
+     */
+    @Override
+    public void close() {
+        handle.close(dev.prepack.swig.Engine::close, dev.prepack.swig.Engine::delete);
+    }
+}

@@ -1,0 +1,158 @@
+package dev.prepack;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One generation request. Unset values keep the library's defaults
+ * (max 128 tokens, temperature 1, no top-k/top-p/min-p, no penalty).
+ * Setters return this, for chaining; the library checks the values.
+ */
+public final class Request {
+    private final String prompt;
+    private final int[] promptTokens;
+    // null: the library's default
+    private Boolean addBos;
+    private Integer maxTokens;
+    private Float temperature;
+    private Integer topK;
+    private Float topP;
+    private Float minP;
+    private Float repetitionPenalty;
+    private Long seed;
+    private final List<String> stop = new ArrayList<>();
+    private Integer logprobs;
+    private Boolean ignoreEos;
+    private Long deadlineMs;
+    private Boolean lazy;
+    private Float lazyKeepRatio;
+    private String lazySchedule;
+
+    /** A request for UTF-8 text (BOS added before it unless {@link #addBos(boolean)} says not). */
+    public Request(String prompt) {
+        this.prompt = prompt;
+        this.promptTokens = null;
+    }
+
+    /** A request for token ids, taken as given (no BOS added). */
+    public Request(int[] promptTokens) {
+        this.prompt = null;
+        this.promptTokens = promptTokens.clone();
+    }
+
+    public Request addBos(boolean on) {
+        addBos = on;
+        return this;
+    }
+
+    /** Tokens to generate, at least 1. */
+    public Request maxTokens(int n) {
+        maxTokens = n;
+        return this;
+    }
+
+    /** 0 = greedy. */
+    public Request temperature(float t) {
+        temperature = t;
+        return this;
+    }
+
+    public Request topK(int k) {
+        topK = k;
+        return this;
+    }
+
+    public Request topP(float p) {
+        topP = p;
+        return this;
+    }
+
+    public Request minP(float p) {
+        minP = p;
+        return this;
+    }
+
+    public Request repetitionPenalty(float p) {
+        repetitionPenalty = p;
+        return this;
+    }
+
+    /** Same seed, same tokens. */
+    public Request seed(long s) {
+        seed = s;
+        return this;
+    }
+
+    /** Ends generation when this text appears (it is not in the output). */
+    public Request stop(String s) {
+        stop.add(s);
+        return this;
+    }
+
+    /** Alternatives reported per token, 0..20. */
+    public Request logprobs(int n) {
+        logprobs = n;
+        return this;
+    }
+
+    public Request ignoreEos(boolean on) {
+        ignoreEos = on;
+        return this;
+    }
+
+    /** Milliseconds from submission; 0 = none. */
+    public Request deadlineMs(long ms) {
+        deadlineMs = ms;
+        return this;
+    }
+
+    /** LazyLLM: prune prompt tokens the next token barely attends to. */
+    public Request lazy(boolean on) {
+        lazy = on;
+        return this;
+    }
+
+    /** LazyLLM: how hard to prune, in (0, 1]; unset = the default schedule. */
+    public Request lazyKeepRatio(float ratio) {
+        lazyKeepRatio = ratio;
+        return this;
+    }
+
+    /** LazyLLM: an explicit schedule "LAYER:KEEP,..." (overrides the keep ratio). */
+    public Request lazySchedule(String schedule) {
+        lazySchedule = schedule;
+        return this;
+    }
+
+    /** A native copy; the caller deletes it. */
+    dev.prepack.swig.Request toNative() {
+        dev.prepack.swig.Request n = new dev.prepack.swig.Request();
+        if (promptTokens != null) {
+            dev.prepack.swig.IntVector ids = new dev.prepack.swig.IntVector(promptTokens);
+            n.setPromptTokens(ids);   // copies
+            ids.delete();
+        } else {
+            n.setPrompt(prompt == null ? "" : prompt);
+        }
+        if (addBos != null) n.setAddBos(addBos);
+        if (maxTokens != null) n.setMaxTokens(maxTokens);
+        if (temperature != null) n.setTemperature(temperature);
+        if (topK != null) n.setTopK(topK);
+        if (topP != null) n.setTopP(topP);
+        if (minP != null) n.setMinP(minP);
+        if (repetitionPenalty != null) n.setRepetitionPenalty(repetitionPenalty);
+        if (seed != null) n.setSeed(seed);
+        if (!stop.isEmpty()) {
+            dev.prepack.swig.StringVector v = new dev.prepack.swig.StringVector(stop);
+            n.setStop(v);   // copies
+            v.delete();
+        }
+        if (logprobs != null) n.setLogprobs(logprobs);
+        if (ignoreEos != null) n.setIgnoreEos(ignoreEos);
+        if (deadlineMs != null) n.setDeadlineMs(deadlineMs);
+        if (lazy != null) n.setLazy(lazy);
+        if (lazyKeepRatio != null) n.setLazyKeepRatio(lazyKeepRatio);
+        if (lazySchedule != null) n.setLazySchedule(lazySchedule);
+        return n;
+    }
+}

@@ -1,0 +1,46 @@
+package dev.prepack;
+
+/** One generated token: its id, its text and its log-probability. Immutable. */
+public final class Token {
+    private final int id;
+    private final String text;
+    private final float logprob;
+    private final int[] topIds;
+    private final float[] topLogprobs;
+
+    Token(dev.prepack.swig.Token n) {
+        id = n.getId();
+        text = n.getText();
+        logprob = n.getLogprob();
+        topIds = Convert.ints(n.getTopIds());
+        topLogprobs = Convert.floats(n.getTopLogprobs());
+    }
+
+    public int id() {
+        return id;
+    }
+
+    /** Whole UTF-8 characters; empty while a stop string or a character is pending. */
+    public String text() {
+        return text;
+    }
+
+    /** log p(token) under the model. */
+    public float logprob() {
+        return logprob;
+    }
+
+    /** The most likely ids, best first (as many as the request's logprobs). */
+    public int[] topIds() {
+        return topIds.clone();
+    }
+
+    public float[] topLogprobs() {
+        return topLogprobs.clone();
+    }
+
+    @Override
+    public String toString() {
+        return id + ":" + text;
+    }
+}
