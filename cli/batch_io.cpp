@@ -10,7 +10,14 @@ template <typename T>
 absl::Status Field(const nlohmann::json& j, const char* key, T* out, size_t line) {
     if (!j.contains(key)) return absl::OkStatus();
     const nlohmann::json& v = j[key];
-    const bool ok = std::is_floating_point_v<T> ? v.is_number() : (std::is_same_v<T, bool> ? v.is_boolean() : v.is_number_integer());
+    bool ok = false;
+    if constexpr (std::is_same_v<T, std::string>) {
+        ok = v.is_string();
+    } else if constexpr (std::is_same_v<T, bool>) {
+        ok = v.is_boolean();
+    } else {
+        ok = std::is_floating_point_v<T> ? v.is_number() : v.is_number_integer();
+    }
     if (!ok) {
         return absl::InvalidArgumentError(absl::StrCat("line ", line, ": field '", key, "' has the wrong type"));
     }
@@ -57,6 +64,8 @@ absl::StatusOr<BatchItem> ParseRequestLine(const std::string& line, size_t n) {
     PP_RETURN_IF_ERROR(Field(j, "seed", &r.sampling.seed, n));
     PP_RETURN_IF_ERROR(Field(j, "ignore_eos", &r.ignore_eos, n));
     PP_RETURN_IF_ERROR(Field(j, "logprobs", &r.logprobs, n));
+    PP_RETURN_IF_ERROR(Field(j, "lazy", &r.lazy, n));
+    PP_RETURN_IF_ERROR(Field(j, "lazy_schedule", &r.lazy_schedule, n));
     if (j.contains("stop")) {
         if (!j["stop"].is_array()) return absl::InvalidArgumentError(absl::StrCat("line ", n, ": 'stop' must be an array"));
         for (const auto& s : j["stop"]) {
@@ -77,7 +86,9 @@ nlohmann::json ResultJson(const nlohmann::json& id, const BatchResult& r) {
          {{"prompt_tokens", r.usage.prompt_tokens},
           {"completion_tokens", r.usage.completion_tokens},
           {"ttft_ms", r.usage.time_to_first_token * 1e3},
-          {"total_ms", r.usage.total_seconds * 1e3}}},
+          {"total_ms", r.usage.total_seconds * 1e3},
+          {"cached_prompt_tokens", r.usage.cached_prompt_tokens},
+          {"pruned_fraction", r.usage.pruned_fraction}}},
     };
     if (!r.status.ok()) j["error"] = std::string(r.status.message());
     return j;
