@@ -6,6 +6,8 @@
 #include "core/runtime.h"
 #include "kernels/cpu/gemm.h"
 
+#include <oneapi/dnnl/dnnl.h>
+
 namespace prepack::cli {
 
 std::vector<double> TimeRuns(const std::function<void()>& fn, int warmup, int reps) {
@@ -37,5 +39,35 @@ double MeasureGemmPeakGflops(int n, int reps) {
     const double best = *std::min_element(t.begin(), t.end());
     return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
 }
+
+double MeasureReadBandwidthGbps(size_t bytes, int reps) {
+    const size_t n = bytes / sizeof(float);
+    AlignedFloats buf(n);
+    // Touch every page in parallel so the pages sit near the threads that read them.
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; ++i) buf[i] = static_cast<float>(i & 15);
+    volatile float sink = 0.0f;
+    const float* data = buf.data();
+    std::vector<double> t = TimeRuns(
+        [&] {
+            float total = 0.0f;
+#pragma omp parallel reduction(+ : total)
+            {
+                // Sixteen independent partial sums: the adds vectorise and
+                // never wait on one another, so memory is the only limit.
+                float acc[16] = {};
+#pragma omp for schedule(static)
+                for (size_t i = 0; i < n / 16; ++i) {
+                    for (int u = 0; u < 16; ++u) acc[u] += data[i * 16 + u];
+                }
+                for (float a : acc) total += a;
+            }
+            sink = sink + total;
+        },
+        1, reps);
+    return static_cast<double>(n * sizeof(float)) / *std::min_element(t.begin(), t.end()) / 1e9;
+}
+
+bool CpuHasBf16Gemm() { return dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core_bf16; }
 
 }  // namespace prepack::cli

@@ -17,6 +17,7 @@ struct BenchForwardOptions {
     CommonOptions common;
     int32_t       prompt_tokens = 512;
     int32_t       decode_tokens = 64;
+    int32_t       decode_batch = 16;
     int32_t       reps = 3;
 };
 
@@ -33,7 +34,7 @@ std::vector<int32_t> PromptIds(int32_t n, int32_t vocab) {
 
 int Run(const BenchForwardOptions& o) {
     const int64_t ctx = int64_t{o.prompt_tokens} + o.decode_tokens;
-    absl::StatusOr<Loaded> loaded = Load(o.common, ctx);
+    absl::StatusOr<Loaded> loaded = Load(o.common, ctx * (o.decode_batch + 1));
     if (!loaded.ok()) return Fail(loaded.status());
     const Model& model = *loaded->model;
     const ModelConfig& c = model.config();
@@ -48,8 +49,10 @@ int Run(const BenchForwardOptions& o) {
     BlockTable kv;
     if (status = kv.Reserve(*loaded->pool, static_cast<int32_t>(ctx)); !status.ok()) return Fail(status);
 
-    std::fprintf(stderr, "bench forward: %s, %d threads, measuring GEMM peak...\n", c.name.c_str(), NumThreads());
+    std::fprintf(stderr, "bench forward: %s, %d threads, measuring GEMM peak and memory bandwidth...\n",
+                 c.name.c_str(), NumThreads());
     const double peak = MeasureGemmPeakGflops();
+    const double bandwidth = MeasureReadBandwidthGbps();
 
     std::fprintf(stderr, "bench forward: prefill of %d tokens x %d...\n", o.prompt_tokens, o.reps);
     auto prefill = [&] {
@@ -74,6 +77,33 @@ int Run(const BenchForwardOptions& o) {
     const double decode_s = o.decode_tokens > 0 ? Median(TimeRuns(decode, 1, o.reps)) : 0.0;
     if (!status.ok()) return Fail(status);
 
+    // Batched decode: decode_batch sequences with the same context, each
+    // step one token of every sequence (what continuous batching runs).
+    double batch_s = 0.0;
+    if (o.decode_batch > 1 && o.decode_tokens > 0) {
+        std::fprintf(stderr, "bench forward: decode of %d sequences x %d tokens x %d...\n", o.decode_batch,
+                     o.decode_tokens, o.reps);
+        std::vector<BlockTable> tables(o.decode_batch);
+        for (BlockTable& t : tables) {
+            if (status = t.Reserve(*loaded->pool, static_cast<int32_t>(ctx)); !status.ok()) return Fail(status);
+            // The prompt's K/V are copied, not recomputed: decode speed is what is measured.
+            for (size_t b = 0; b < t.blocks().size() && b < kv.blocks().size(); ++b) {
+                loaded->pool->CopyBlock(kv.blocks()[b], t.blocks()[b]);
+            }
+        }
+        auto batch = [&] {
+            for (BlockTable& t : tables) t.set_num_tokens(o.prompt_tokens);
+            for (int32_t i = 0; i < o.decode_tokens && status.ok(); ++i) {
+                StepPlan plan;
+                const int32_t id = prompt[i % o.prompt_tokens];
+                for (BlockTable& t : tables) plan.Add(&t, &id, 1, o.prompt_tokens + i);
+                status = forward.Run(plan, &out);
+            }
+        };
+        batch_s = Median(TimeRuns(batch, 1, o.reps));
+        if (!status.ok()) return Fail(status);
+    }
+
     // FLOPs: every layer matmul for every prompt token, the output matrix for
     // the one row that needs logits, and causal attention (sum of contexts).
     const double n = o.prompt_tokens;
@@ -82,8 +112,12 @@ int Run(const BenchForwardOptions& o) {
                                  c.AttentionFlops(1) * n * (n + 1) / 2.0;
     const double prefill_gflops = prefill_flops / prefill_s / 1e9;
     const double decode_tps = decode_s > 0 ? o.decode_tokens / decode_s : 0.0;
-    // Decode reads every weight once per token (f32).
-    const double decode_gbps = decode_tps * static_cast<double>(c.MatmulParams()) * 4.0 / 1e9;
+    // A batch-1 decode step reads every weight once (f32) and the sequence's
+    // K/V so far (the mean context over the decoded tokens).
+    const double mean_context = o.prompt_tokens + (o.decode_tokens - 1) / 2.0;
+    const double bytes_per_token = static_cast<double>(c.MatmulParams()) * 4.0 + mean_context * c.KvBytesPerToken();
+    const double decode_gbps = decode_tps * bytes_per_token / 1e9;
+    const double batch_tps = batch_s > 0 ? double(o.decode_batch) * o.decode_tokens / batch_s : 0.0;
 
     nlohmann::json j = {
         {"model", model.source()},
@@ -97,7 +131,15 @@ int Run(const BenchForwardOptions& o) {
         {"prefill_efficiency", prefill_gflops / peak},
         {"decode_seconds", decode_s},
         {"decode_tokens_per_s", decode_tps},
-        {"decode_weight_gbps", decode_gbps},
+        {"decode_gbps", decode_gbps},
+        {"mem_bandwidth_gbps", bandwidth},
+        {"decode_efficiency", decode_gbps / bandwidth},
+        {"decode_batch", o.decode_batch},
+        {"decode_batch_tokens_per_s", batch_tps},
+        {"decode_batch_speedup", decode_tps > 0 ? batch_tps / decode_tps : 0.0},
+        {"dtype", "f32"},
+        // bf16 needs oneDNN's native kernels (AVX-512 BF16 or AMX); none here.
+        {"bf16_gemm_available", CpuHasBf16Gemm()},
     };
     if (o.common.json) {
         std::printf("%s\n", j.dump().c_str());
@@ -107,7 +149,11 @@ int Run(const BenchForwardOptions& o) {
                 model.source().c_str(), NumThreads(), o.prompt_tokens, o.decode_tokens, o.reps);
     std::printf("  prefill   %10.1f tokens/s  %8.1f GFLOP/s  (%.0f%% of GEMM peak %.1f GFLOP/s)\n",
                 n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, peak);
-    std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights\n", decode_tps, decode_gbps);
+    std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights + KV  (%.0f%% of read bandwidth %.1f GB/s)\n",
+                decode_tps, decode_gbps, 100.0 * decode_gbps / bandwidth, bandwidth);
+    if (batch_tps > 0) {
+        std::printf("  decode x%-3d %9.1f tokens/s  (%.2fx batch 1)\n", o.decode_batch, batch_tps, batch_tps / decode_tps);
+    }
     return 0;
 }
 
@@ -119,6 +165,8 @@ void AddBenchForward(CLI::App& bench, int* exit_code) {
     AddCommonOptions(cmd, &o->common);
     cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt length")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--decode-tokens", o->decode_tokens, "tokens to decode after the prompt")->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("--decode-batch", o->decode_batch, "sequences decoded together in the batched decode (1 = skip)")
+        ->check(CLI::Range(1, 1024));
     cmd->add_option("--reps", o->reps, "timed runs (the median is reported)")->check(CLI::Range(1, 100));
     cmd->callback([o, exit_code]() { *exit_code = Run(*o); });
 }

@@ -1,5 +1,5 @@
-// `prepack bench prefill` end to end on a small synthetic model: the JSON
-// contract, token accounting per layout, and clear errors for bad flags.
+// The benchmark and evaluation commands end to end on small models: the JSON
+// contracts, token accounting per layout, and clear errors for bad flags.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -81,6 +81,68 @@ TEST(BenchPrefillCli, BadFlagsAreNamed) {
     out = testing::RunCli("bench prefill --model synthetic:tiny --lengths fixed:10 --pack-capacity 5", &code, true);
     EXPECT_NE(code, 0);
     EXPECT_NE(out.find("below the longest prompt"), std::string::npos) << out;
+}
+
+TEST(BenchForwardCli, JsonReportsCeilingsAndEfficiencies) {
+    int code = 0;
+    const std::string out = testing::RunCli(
+        "bench forward --model synthetic:tiny --prompt-tokens 24 --decode-tokens 4 --decode-batch 4 --reps 1 "
+        "--threads 1 --json",
+        &code);
+    ASSERT_EQ(code, 0) << out;
+    const auto j = nlohmann::json::parse(out);
+    for (const char* key : {"prefill_tokens_per_s", "prefill_gflops", "gemm_peak_gflops", "prefill_efficiency",
+                            "decode_tokens_per_s", "decode_gbps", "mem_bandwidth_gbps", "decode_efficiency",
+                            "decode_batch_tokens_per_s"}) {
+        ASSERT_TRUE(j.contains(key)) << key;
+        EXPECT_GT(j[key].get<double>(), 0.0) << key;
+    }
+    // Efficiencies are the same-run ratios they claim to be.
+    EXPECT_NEAR(j["prefill_efficiency"].get<double>(),
+                j["prefill_gflops"].get<double>() / j["gemm_peak_gflops"].get<double>(), 1e-9);
+    EXPECT_NEAR(j["decode_efficiency"].get<double>(),
+                j["decode_gbps"].get<double>() / j["mem_bandwidth_gbps"].get<double>(), 1e-9);
+    EXPECT_EQ(j["decode_batch"], 4);
+}
+
+TEST(BenchLazyCli, JsonHasTheContractKeys) {
+    int code = 0;
+    const std::string out = testing::RunCli(
+        "bench lazy --model synthetic:tiny --prompt-tokens 64,96 --max-tokens 2 --reps 1 --warmup 0 --threads 1 --json",
+        &code);
+    ASSERT_EQ(code, 0) << out;
+    const auto j = nlohmann::json::parse(out);
+    ASSERT_EQ(j["results"].size(), 2u);
+    for (const auto& r : j["results"]) {
+        for (const char* key : {"prompt_tokens", "ttft_ms_full", "ttft_ms_lazy", "ttft_speedup", "work_fraction"}) {
+            ASSERT_TRUE(r.contains(key)) << key;
+        }
+        // 6 layers under the default schedule 1:0.5,2:0.3,4:0.15: (2 + 0.5 + 2 * 0.3 + 0.15) / 6, give or take rounding.
+        EXPECT_NEAR(r["work_fraction"].get<double>(), 3.25 / 6.0, 0.02);
+    }
+    EXPECT_EQ(j["schedule"], "1:0.5,2:0.3,4:0.15");
+    const std::string bad = testing::RunCli("bench lazy --model synthetic:tiny --prompt-tokens 64 --lazy-schedule 9:0.5",
+                                            &code, /*merge_stderr=*/true);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(bad.find("9:0.5"), std::string::npos) << bad;
+}
+
+TEST(EvalLazyCli, ReportsFidelityOnStories) {
+    PREPACK_REQUIRE_STORIES();
+    int code = 0;
+    const std::string out = testing::RunCli("eval lazy --model " + testing::StoriesDir() +
+                                                "/stories260K.gguf --count 4 --threads 1 --json",
+                                            &code);
+    ASSERT_EQ(code, 0) << out;
+    const auto j = nlohmann::json::parse(out);
+    EXPECT_EQ(j["prompts"], 4);
+    for (const char* key : {"first_token_top1_agreement", "first_token_kl", "greedy32_agreement"}) {
+        ASSERT_TRUE(j.contains(key)) << key;
+        EXPECT_GE(j[key].get<double>(), 0.0) << key;
+    }
+    EXPECT_LE(j["first_token_top1_agreement"].get<double>(), 1.0);
+    EXPECT_GE(j["mean_prompt_tokens"].get<double>(), 150.0);
+    EXPECT_LE(j["mean_prompt_tokens"].get<double>(), 500.0);
 }
 
 }  // namespace
