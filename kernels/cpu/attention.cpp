@@ -1,6 +1,7 @@
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -26,23 +27,44 @@ inline float Dot(const float* a, const float* b, int n) {
     return s;
 }
 
+// exp(x) for the x <= 0 of an online softmax (a score minus the running
+// max), in plain arithmetic the compiler vectorises: 2^(x log2 e) = 2^k 2^f
+// with k an integer and |f| <= 1/2, e^(f ln 2) by its degree-6 Taylor
+// polynomial (relative error below 2e-7). Underflow (and -inf, an absent
+// key) gives exactly 0.
+inline float ExpNonPositive(float x) {
+    const float t = x * 1.44269504f;
+    const float k = std::floor(t + 0.5f);
+    const float r = (t - k) * 0.693147181f;
+    const float p =
+        1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
+    const int32_t e = static_cast<int32_t>(std::max(k, -126.0f)) + 127;
+    const float scale = std::bit_cast<float>(e << 23);
+    return x < -87.0f ? 0.0f : p * scale;
+}
+
 // Folds keys [j0, nk) of one block, whose scaled scores are in `scores`,
 // into one (query, head) online-softmax state (m, l, acc): the running max,
-// normaliser and weighted sum of V rows.
-inline void FoldBlock(const float* scores, int j0, int nk, const float* vb, int32_t kv_dim, int hd, float& m,
+// normaliser and weighted sum of V rows. Overwrites scores with weights.
+inline void FoldBlock(float* scores, int j0, int nk, const float* vb, int32_t kv_dim, int hd, float& m,
                       float& l, float* acc) {
     float block_max = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : block_max)
     for (int j = j0; j < nk; ++j) block_max = std::max(block_max, scores[j]);
     if (block_max == -std::numeric_limits<float>::infinity()) return;   // every key absent (LazyLLM)
     const float m_new = std::max(m, block_max);
-    const float corr = std::exp(m - m_new);
+    const float corr = ExpNonPositive(m - m_new);
     float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int j = j0; j < nk; ++j) {
+        scores[j] = ExpNonPositive(scores[j] - m_new);
+        sum += scores[j];
+    }
 #pragma omp simd
     for (int i = 0; i < hd; ++i) acc[i] *= corr;
     for (int j = j0; j < nk; ++j) {
-        const float p = std::exp(scores[j] - m_new);
+        const float p = scores[j];
         if (p == 0.0f) continue;   // an absent key (or one that underflows): adds nothing
-        sum += p;
         const float* vr = vb + static_cast<size_t>(j) * kv_dim;
 #pragma omp simd
         for (int i = 0; i < hd; ++i) acc[i] += p * vr[i];
@@ -51,50 +73,75 @@ inline void FoldBlock(const float* scores, int j0, int nk, const float* vb, int3
     m = m_new;
 }
 
-// Per (query, head) online-softmax state: running max, normaliser, output.
+// Per (query, head) online-softmax state: running max, normaliser, output;
+// and the current key block, transposed.
 struct TileState {
-    std::vector<float> m, l, acc, scores;
+    std::vector<float> m, l, acc, scores, kt;
     void Reset(int n, int head_dim, int block_size) {
         m.assign(n, -std::numeric_limits<float>::infinity());
         l.assign(n, 0.0f);
         acc.assign(static_cast<size_t>(n) * head_dim, 0.0f);
         scores.resize(block_size);
+        kt.resize(static_cast<size_t>(head_dim) * block_size);
     }
 };
 
 // Attends the task's queries to keys [first_key, horizon]. With fresh =
 // false it continues from the state already in `st` (a cascade's prefix).
+//
+// Each key block is transposed once for all the tile's queries and heads,
+// so a query's scores against the block are built along the keys (one
+// vector multiply-add per head dimension, no horizontal sums).
 void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
              const AttentionSpan& span, const PagedKv& kv, TileState& st, int64_t first_key = 0, bool fresh = true) {
     const int hd = s.head_dim;
+    const int bs = kv.block_size;
     const int group = s.n_heads / s.n_kv_heads;
     const int nq = t.q_end - t.q_begin;
     const int n_states = nq * group;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    if (fresh) st.Reset(n_states, hd, kv.block_size);
+    if (fresh) st.Reset(n_states, hd, bs);
     const int64_t last_key = span.Horizon(t.q_end - 1);   // inclusive
+    float* kt = st.kt.data();
+    float* sc = st.scores.data();
 
-    for (int64_t t0 = first_key / kv.block_size * kv.block_size; t0 <= last_key; t0 += kv.block_size) {
+    for (int64_t t0 = first_key / bs * bs; t0 <= last_key; t0 += bs) {
         const int j0 = static_cast<int>(std::max<int64_t>(0, first_key - t0));
-        const int32_t block = span.blocks[t0 / kv.block_size];
-        const size_t block_off = static_cast<size_t>(block) * kv.block_size * kv.kv_dim + t.kv_head * hd;
+        const int32_t block = span.blocks[t0 / bs];
+        const size_t block_off = static_cast<size_t>(block) * bs * kv.kv_dim + t.kv_head * hd;
         const float* kb = kv.k + block_off;
         const float* vb = kv.v + block_off;
+        const int n_keys = static_cast<int>(std::min<int64_t>(bs, last_key - t0 + 1));
+        for (int j = 0; j < n_keys; ++j) {
+            const float* kr = kb + static_cast<size_t>(j) * kv.kv_dim;
+            for (int d = 0; d < hd; ++d) kt[static_cast<size_t>(d) * bs + j] = kr[d];
+        }
         for (int qi = 0; qi < nq; ++qi) {
             const int64_t horizon = span.Horizon(t.q_begin + qi);   // inclusive
             if (t0 > horizon) continue;   // whole block is in this query's future
-            const int nk = static_cast<int>(std::min<int64_t>(kv.block_size, horizon - t0 + 1));
+            const int nk = static_cast<int>(std::min<int64_t>(bs, horizon - t0 + 1));
+            if (j0 >= nk) continue;
             const int64_t row = span.q_row + t.q_begin + qi;
             for (int g = 0; g < group; ++g) {
                 const int head = t.kv_head * group + g;
                 const float* qv = q + row * s.q_stride + static_cast<int64_t>(head) * hd;
                 const int si = qi * group + g;
-                if (j0 >= nk) continue;
-                for (int j = j0; j < nk; ++j) {
-                    st.scores[j] = span.Holds(t0 + j) ? Dot(qv, kb + static_cast<size_t>(j) * kv.kv_dim, hd) * scale
-                                                      : -std::numeric_limits<float>::infinity();
+#pragma omp simd
+                for (int j = 0; j < nk; ++j) sc[j] = 0.0f;
+                for (int d = 0; d < hd; ++d) {
+                    const float qd = qv[d];
+                    const float* kr = kt + static_cast<size_t>(d) * bs;
+#pragma omp simd
+                    for (int j = 0; j < nk; ++j) sc[j] += qd * kr[j];
                 }
-                FoldBlock(st.scores.data(), j0, nk, vb, kv.kv_dim, hd, st.m[si], st.l[si],
+#pragma omp simd
+                for (int j = 0; j < nk; ++j) sc[j] *= scale;
+                if (span.key_depth != nullptr) {
+                    for (int j = j0; j < nk; ++j) {
+                        if (!span.Holds(t0 + j)) sc[j] = -std::numeric_limits<float>::infinity();
+                    }
+                }
+                FoldBlock(sc, j0, nk, vb, kv.kv_dim, hd, st.m[si], st.l[si],
                           st.acc.data() + static_cast<size_t>(si) * hd);
             }
         }
