@@ -34,6 +34,21 @@ Collected Collect(Stream& s) {
     return c;
 }
 
+// Each request submitted from its own thread, all at once; what each got.
+std::vector<Collected> SubmitFromThreads(Engine& engine, const std::vector<Request>& reqs) {
+    std::vector<Collected> got(reqs.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        threads.emplace_back([&, i] {
+            auto s = engine.Submit(reqs[i]);
+            ASSERT_TRUE(s.ok()) << s.status();
+            got[i] = Collect(**s);
+        });
+    }
+    for (auto& t : threads) t.join();
+    return got;
+}
+
 // The tokens Generate() gives for `r` on a private pool: the oracle.
 std::vector<int32_t> Alone(const Model& m, const Request& r) {
     auto pool = KvBlockPool::Create(m.config(), 16, 64ull << 20);
@@ -82,20 +97,15 @@ TEST(Engine, StoriesReferenceFromConcurrentThreads) {
     PREPACK_REQUIRE_STORIES();
     const auto ref = nlohmann::json::parse(testing::ReadFile(testing::StoriesDir() + "/reference.json"));
     auto engine = MakeEngine(testing::StoriesDir() + "/stories260K.gguf");
-    std::vector<std::thread> threads;
-    std::vector<Collected> got(ref["cases"].size());
-    for (size_t i = 0; i < got.size(); ++i) {
-        threads.emplace_back([&, i] {
-            Request r;
-            r.prompt = ref["cases"][i]["prompt"];
-            r.max_tokens = 48;
-            r.sampling.temperature = 0.0f;
-            auto s = engine->Submit(r);
-            ASSERT_TRUE(s.ok()) << s.status();
-            got[i] = Collect(**s);
-        });
+    std::vector<Request> reqs;
+    for (const auto& c : ref["cases"]) {
+        Request r;
+        r.prompt = c["prompt"];
+        r.max_tokens = 48;
+        r.sampling.temperature = 0.0f;
+        reqs.push_back(r);
     }
-    for (auto& t : threads) t.join();
+    const std::vector<Collected> got = SubmitFromThreads(*engine, reqs);
     for (size_t i = 0; i < got.size(); ++i) {
         EXPECT_EQ(got[i].tokens, ref["cases"][i]["greedy_ids"].get<std::vector<int32_t>>());
         EXPECT_EQ(got[i].text, ref["cases"][i]["greedy_text"].get<std::string>());
@@ -117,16 +127,7 @@ TEST(Engine, EightThreadsGetWhatTheyGetAlone) {
         r.sampling.seed = 100 + i;
         reqs.push_back(r);
     }
-    std::vector<Collected> got(reqs.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        threads.emplace_back([&, i] {
-            auto s = engine->Submit(reqs[i]);
-            ASSERT_TRUE(s.ok()) << s.status();
-            got[i] = Collect(**s);
-        });
-    }
-    for (auto& t : threads) t.join();
+    const std::vector<Collected> got = SubmitFromThreads(*engine, reqs);
     for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].tokens, Alone(engine->model(), reqs[i])) << i;
     EXPECT_EQ(SettledKvBytes(*engine), 0u);
     EXPECT_EQ(engine->Stats().requests_finished, 8u);
@@ -273,16 +274,7 @@ TEST(EngineLazy, PrunedRequestsGetWhatTheyGetAloneBesideOthers) {
         if (i == 2) r.lazy_schedule = "1:0.6,3:0.2";
         reqs.push_back(r);
     }
-    std::vector<Collected> got(reqs.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        threads.emplace_back([&, i] {
-            auto s = engine->Submit(reqs[i]);
-            ASSERT_TRUE(s.ok()) << s.status();
-            got[i] = Collect(**s);
-        });
-    }
-    for (auto& t : threads) t.join();
+    const std::vector<Collected> got = SubmitFromThreads(*engine, reqs);
     const Model& m = engine->model();
     for (size_t i = 0; i < reqs.size(); ++i) {
         SCOPED_TRACE("request " + std::to_string(i));
