@@ -10,6 +10,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/engine.h"
@@ -72,6 +73,17 @@ void WriteSized(const T& value, T* out) {
     const size_t n = std::min(out->struct_size, sizeof(T));
     std::memcpy(static_cast<void*>(out), &value, n);
     out->struct_size = n;
+}
+
+// The integer a C caller stored in an enum field. C lets any int be stored
+// there, but in C++ loading an enum whose value lies outside its enumerators'
+// range is undefined (UBSan's -fsanitize=enum), so the bytes are read as the
+// underlying integer and checked before they are ever used as the enum.
+template <typename E>
+int64_t RawEnum(const E& field) {
+    std::underlying_type_t<E> v;
+    std::memcpy(&v, &field, sizeof v);
+    return static_cast<int64_t>(v);
 }
 
 prepack_finish_reason ToC(prepack::FinishReason r) {
@@ -213,13 +225,13 @@ prepack_status prepack_engine_create(const prepack_engine_options* options, prep
             return Fail(PREPACK_INVALID_ARGUMENT, "options.struct_size is not set (call prepack_engine_options_init)");
         }
         if (o.model == nullptr || o.model[0] == '\0') return Fail(PREPACK_INVALID_ARGUMENT, "options.model is empty");
-        if (o.device != PREPACK_DEVICE_CPU) {
-            return Fail(o.device == PREPACK_DEVICE_CUDA ? PREPACK_UNIMPLEMENTED : PREPACK_INVALID_ARGUMENT,
+        const int64_t device = RawEnum(o.device), policy = RawEnum(o.policy);
+        if (device != PREPACK_DEVICE_CPU) {
+            return Fail(device == PREPACK_DEVICE_CUDA ? PREPACK_UNIMPLEMENTED : PREPACK_INVALID_ARGUMENT,
                         "options.device: only PREPACK_DEVICE_CPU is available in this build");
         }
-        if (o.policy != PREPACK_POLICY_FCFS && o.policy != PREPACK_POLICY_LRU && o.policy != PREPACK_POLICY_BATCHLLM) {
-            return Fail(PREPACK_INVALID_ARGUMENT, absl::StrCat("options.policy ", static_cast<int>(o.policy),
-                                                               " is not a prepack_policy"));
+        if (policy != PREPACK_POLICY_FCFS && policy != PREPACK_POLICY_LRU && policy != PREPACK_POLICY_BATCHLLM) {
+            return Fail(PREPACK_INVALID_ARGUMENT, absl::StrCat("options.policy ", policy, " is not a prepack_policy"));
         }
         if (o.threads < 0 || o.kv_block_size < 1 || o.max_batch_tokens < 1 || o.max_running < 1) {
             return Fail(PREPACK_INVALID_ARGUMENT,

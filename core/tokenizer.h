@@ -7,7 +7,8 @@
 // concatenation is a piece with the highest score (leftmost on ties).
 // Decoding reverses it: "▁" becomes ' ', byte tokens become raw bytes, control
 // tokens (BOS/EOS/unknown) produce nothing, and the dummy-prefix space of the
-// first piece is dropped, so Decode(Encode(s)) == s for any valid UTF-8 s.
+// first piece is dropped, so Decode(Encode(s)) == s for any valid UTF-8 s
+// that does not contain U+2581 itself (it decodes as a space).
 #pragma once
 
 #include <cstdint>

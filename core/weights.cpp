@@ -77,10 +77,9 @@ std::string ShapeString(const std::vector<uint64_t>& ne) {
     return s + "]";
 }
 
-// Finds `name`, checks its dims (ggml order: in_features first) and converts
-// it to f32 at `dst`.
-absl::Status CopyTensor(const GgufFile& f, const std::string& name,
-                        const std::vector<uint64_t>& want, float* dst) {
+// Finds `name` and checks its dims (ggml order: in_features first).
+absl::StatusOr<const GgufTensor*> CheckTensor(const GgufFile& f, const std::string& name,
+                                              const std::vector<uint64_t>& want) {
     const GgufTensor* t = f.FindTensor(name);
     if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat("missing tensor '", name, "'"));
     if (t->ne != want) {
@@ -88,12 +87,17 @@ absl::Status CopyTensor(const GgufFile& f, const std::string& name,
                                                        ShapeString(t->ne), ", expected ",
                                                        ShapeString(want)));
     }
-    const uint64_t row = want[0];
-    const uint64_t rows = t->n_elements() / row;
-    PP_ASSIGN_OR_RETURN(uint64_t row_bytes, GgmlTypeBytes(t->type, row));
+    return t;
+}
+
+// Converts a checked tensor to f32 at `dst`.
+absl::Status CopyTensor(const GgufTensor& t, float* dst) {
+    const uint64_t row = t.ne[0];
+    const uint64_t rows = t.n_elements() / row;
+    PP_ASSIGN_OR_RETURN(uint64_t row_bytes, GgmlTypeBytes(t.type, row));
 #pragma omp parallel for schedule(static)
     for (uint64_t r = 0; r < rows; ++r) {
-        DequantizeRow(t->type, t->data + r * row_bytes, dst + r * row, row);
+        DequantizeRow(t.type, t.data + r * row_bytes, dst + r * row, row);
     }
     return absl::OkStatus();
 }
@@ -128,30 +132,41 @@ uint64_t WeightBytes(const ModelConfig& c) { return MakeLayout(c).total * sizeof
 
 absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& f, const ModelConfig& c) {
     PP_RETURN_IF_ERROR(c.Validate());
-    PP_RETURN_IF_ERROR(CheckMemory(c));
     const Layout l = MakeLayout(c);
-    AlignedFloats storage(l.total);
-    float* base = storage.data();
     const uint64_t d = c.dim, h = c.hidden_dim, v = c.vocab_size, q = c.q_dim(), kv = c.kv_dim();
-
-    PP_RETURN_IF_ERROR(CopyTensor(f, "token_embd.weight", {d, v}, base + l.token_embd));
-    PP_RETURN_IF_ERROR(CopyTensor(f, "output_norm.weight", {d}, base + l.output_norm));
-    if (!c.tied_output) {
-        PP_RETURN_IF_ERROR(CopyTensor(f, "output.weight", {d, v}, base + l.output));
-    }
+    // Every tensor: name, dims and where it goes in the storage.
+    struct Part {
+        std::string           name;
+        std::vector<uint64_t> want;
+        size_t                at;
+    };
+    std::vector<Part> parts = {{"token_embd.weight", {d, v}, l.token_embd}, {"output_norm.weight", {d}, l.output_norm}};
+    if (!c.tied_output) parts.push_back({"output.weight", {d, v}, l.output});
     for (int i = 0; i < c.n_layers; ++i) {
         const std::string p = absl::StrCat("blk.", i, ".");
         const Layout::Layer& y = l.layers[i];
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "attn_norm.weight", {d}, base + y.attn_norm));
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "attn_q.weight", {d, q}, base + y.wqkv));
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "attn_k.weight", {d, kv}, base + y.wqkv + q * d));
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "attn_v.weight", {d, kv}, base + y.wqkv + (q + kv) * d));
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "attn_output.weight", {q, d}, base + y.wo));
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "ffn_norm.weight", {d}, base + y.ffn_norm));
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "ffn_gate.weight", {d, h}, base + y.w_gate_up));
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "ffn_up.weight", {d, h}, base + y.w_gate_up + h * d));
-        PP_RETURN_IF_ERROR(CopyTensor(f, p + "ffn_down.weight", {h, d}, base + y.w_down));
+        parts.push_back({p + "attn_norm.weight", {d}, y.attn_norm});
+        parts.push_back({p + "attn_q.weight", {d, q}, y.wqkv});
+        parts.push_back({p + "attn_k.weight", {d, kv}, y.wqkv + q * d});
+        parts.push_back({p + "attn_v.weight", {d, kv}, y.wqkv + (q + kv) * d});
+        parts.push_back({p + "attn_output.weight", {q, d}, y.wo});
+        parts.push_back({p + "ffn_norm.weight", {d}, y.ffn_norm});
+        parts.push_back({p + "ffn_gate.weight", {d, h}, y.w_gate_up});
+        parts.push_back({p + "ffn_up.weight", {d, h}, y.w_gate_up + h * d});
+        parts.push_back({p + "ffn_down.weight", {h, d}, y.w_down});
     }
+    // Check every tensor before allocating: the storage size comes from the
+    // file's metadata, so a tiny hostile file claiming a huge shape must be
+    // refused here, not after allocating (up to 90% of) the machine's memory.
+    std::vector<const GgufTensor*> found;
+    for (const Part& p : parts) {
+        PP_ASSIGN_OR_RETURN(const GgufTensor* t, CheckTensor(f, p.name, p.want));
+        found.push_back(t);
+    }
+    PP_RETURN_IF_ERROR(CheckMemory(c));   // a real model too large for this machine
+    AlignedFloats storage(l.total);
+    float* base = storage.data();
+    for (size_t i = 0; i < parts.size(); ++i) PP_RETURN_IF_ERROR(CopyTensor(*found[i], base + parts[i].at));
     return Bind(c, l, std::move(storage));
 }
 

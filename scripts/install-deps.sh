@@ -18,7 +18,10 @@ $SUDO apt-get install -y --no-install-recommends \
   openssl \
   swig default-jdk-headless junit4 junit5 \
   mono-mcs mono-runtime nunit-console libnunit-cil-dev \
-  python3
+  python3 \
+  clang libclang-rt-14-dev libomp-dev
+# clang + libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes for
+# scripts/fuzz.sh; libomp-dev: OpenMP for code compiled by clang.
 # Never add golang-goprotobuf-dev: it conflicts with protoc-gen-go.
 # CUDA is not a Debian package. When /usr/local/cuda (nvcc) exists the build
 # compiles the CUDA backend too; otherwise it is skipped automatically.

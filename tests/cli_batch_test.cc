@@ -1,11 +1,15 @@
 // `prepack batch` end to end: results carry their ids, every policy gives the
 // same tokens, a killed run resumes without losing or repeating a request,
 // and bad input lines are named.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <filesystem>
 #include <map>
+#include <thread>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -98,6 +102,83 @@ TEST(BatchCli, PoliciesAgreeAndKilledRunsResume) {
     EXPECT_EQ(seen.size(), 5u);
     for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id << " written twice";
     std::remove(out.c_str());
+    std::remove(in.c_str());
+}
+
+// A real SIGTERM in the middle of a run (the test above fakes a cut file):
+// every result written before the signal is a complete JSON line, and a
+// rerun finishes the rest, each id exactly once, with the tokens an
+// uninterrupted run gives.
+TEST(BatchCli, SigtermMidRunLeavesValidResumableOutput) {
+    const std::string in = TempPath("batch_term_in.jsonl");
+    constexpr int kRequests = 40;
+    {
+        std::ofstream f(in);
+        for (int i = 0; i < kRequests; ++i) {
+            f << R"({"id": "r)" << i << R"(", "prompt": "Request number )" << i << R"( tells a story", "max_tokens": )"
+              << 24 + i % 9 << R"(, "temperature": 0.5, "seed": )" << i << R"(, "ignore_eos": true})" << "\n";
+        }
+    }
+    const std::string clean = TempPath("batch_term_clean.jsonl"), out = TempPath("batch_term_out.jsonl");
+    std::remove(clean.c_str());
+    std::remove(out.c_str());
+    const std::string args = "batch --model synthetic:tiny --threads 1 --policy fcfs --input " + in + " --output ";
+    int code = 0;
+    testing::RunCli(args + clean, &code);
+    ASSERT_EQ(code, 0);
+    int clean_lines = 0;
+    auto expected = ReadResults(clean, &clean_lines);
+    ASSERT_EQ(expected.size(), static_cast<size_t>(kRequests));
+
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        const std::string cmd = "exec " + std::string(PREPACK_CLI) + " " + args + out + " 2>/dev/null";
+        execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    // Wait for a few results, then SIGTERM.
+    int before = 0;
+    for (int i = 0; i < 3000 && before < 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::ifstream f(out);
+        std::string line;
+        before = 0;
+        while (std::getline(f, line)) before += !line.empty();
+    }
+    ASSERT_GE(before, 3) << "the batch wrote no results";
+    kill(pid, SIGTERM);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    {
+        std::ifstream f(out);
+        std::string line;
+        int complete = 0;
+        while (std::getline(f, line)) {
+            if (f.eof()) break;   // a last line without its newline may be cut
+            auto j = nlohmann::json::parse(line, nullptr, false);
+            ASSERT_FALSE(j.is_discarded()) << "a written result is not valid JSON: " << line;
+            EXPECT_EQ(j["tokens"], expected[j["id"].dump()]["tokens"]) << line;
+            ++complete;
+        }
+        EXPECT_GE(complete, before) << "results flushed before the signal were lost";
+        EXPECT_LT(complete, kRequests) << "the signal came too late to test anything";
+    }
+    testing::RunCli(args + out, &code);
+    EXPECT_EQ(code, 0);
+    std::ifstream f(out);
+    std::string line;
+    std::map<std::string, int> seen;
+    while (std::getline(f, line)) {
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded()) continue;   // a line cut by the signal stays as it was
+        ++seen[j["id"].dump()];
+        EXPECT_EQ(j["tokens"], expected[j["id"].dump()]["tokens"]) << j["id"];
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kRequests));
+    for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id << " written twice";
+    std::remove(out.c_str());
+    std::remove(clean.c_str());
     std::remove(in.c_str());
 }
 
