@@ -3,8 +3,10 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace prepack {
@@ -12,6 +14,11 @@ namespace prepack {
 void SetNumThreads(int n) {
     if (n <= 0) n = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     if (n <= 0) n = 1;
+    // A cap from the environment (not OMP_THREAD_LIMIT, which makes OpenMP
+    // grant fewer threads than oneDNN partitioned its GEMM for).
+    if (const char* cap = std::getenv("PREPACK_MAX_THREADS"); cap != nullptr && std::atoi(cap) >= 1) {
+        n = std::min(n, std::atoi(cap));
+    }
     omp_set_num_threads(n);
 }
 

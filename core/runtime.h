@@ -7,7 +7,9 @@
 namespace prepack {
 
 // Threads used by our kernels and by oneDNN (they share one OpenMP pool).
-// n <= 0 selects the number of online CPUs.
+// n <= 0 selects the number of online CPUs. The environment variable
+// PREPACK_MAX_THREADS, when set to N >= 1, caps the result at N (used by
+// scripts/sanitize.sh tsan: TSan cannot see libgomp's synchronisation).
 void SetNumThreads(int n);
 int  NumThreads();
 

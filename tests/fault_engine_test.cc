@@ -30,7 +30,7 @@ struct Result {
 Result Drain(Stream& s) {
     Result r;
     Event e;
-    while (s.Next(&e, 60000)) {
+    while (s.Next(&e, -1)) {   // no timeout: sanitizer builds are slow; ctest bounds a hang
         if (e.kind == Event::Kind::kToken) {
             r.tokens.push_back(e.token);
             r.text += e.text;
@@ -154,7 +154,7 @@ TEST(FaultEngine, CancellationStormLeavesTheEngineHealthy) {
                         break;
                     case 2: {                                             // after 0..3 tokens
                         const int n = static_cast<int>(rng() % 4);
-                        for (int j = 0; j < n && stream.Next(&e, 60000) && e.kind == Event::Kind::kToken; ++j) {
+                        for (int j = 0; j < n && stream.Next(&e, -1) && e.kind == Event::Kind::kToken; ++j) {
                         }
                         stream.Cancel();
                         break;
