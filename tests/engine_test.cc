@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/engine.h"
+#include "tests/solo_oracle.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -34,6 +35,9 @@ Collected Collect(Stream& s) {
     return c;
 }
 
+// The tokens `r` gets alone: the oracle.
+std::vector<int32_t> Alone(const Model& m, const Request& r) { return testing::SoloGenerate(m, r).tokens; }
+
 // Each request submitted from its own thread, all at once; what each got.
 std::vector<Collected> SubmitFromThreads(Engine& engine, const std::vector<Request>& reqs) {
     std::vector<Collected> got(reqs.size());
@@ -49,28 +53,6 @@ std::vector<Collected> SubmitFromThreads(Engine& engine, const std::vector<Reque
     return got;
 }
 
-// The tokens Generate() gives for `r` on a private pool: the oracle.
-std::vector<int32_t> Alone(const Model& m, const Request& r) {
-    auto pool = KvBlockPool::Create(m.config(), 16, 64ull << 20);
-    EXPECT_TRUE(pool.ok());
-    ForwardPass fwd(m, **pool);
-    GenerateRequest g;
-    g.prompt = r.prompt;
-    g.prompt_tokens = r.prompt_tokens;
-    g.max_tokens = r.max_tokens;
-    g.sampling = r.sampling;
-    g.stop = r.stop;
-    g.ignore_eos = r.ignore_eos;
-    g.lazy = r.lazy;
-    if (r.lazy) {
-        auto sch = ParseLazySchedule(r.lazy_schedule, m.config().n_layers);
-        EXPECT_TRUE(sch.ok()) << sch.status();
-        g.lazy_schedule = *sch;
-    }
-    auto out = Generate(fwd, g);
-    EXPECT_TRUE(out.ok()) << out.status();
-    return out->tokens;
-}
 
 // The scheduler publishes KV usage after each step: wait for it to settle.
 uint64_t SettledKvBytes(const Engine& e) {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "core/engine.h"
+#include "tests/solo_oracle.h"
 
 namespace prepack {
 namespace {
@@ -42,22 +43,6 @@ Result Drain(Stream& s) {
     return r;
 }
 
-// What `r` generates alone, on its own pool: the oracle.
-GenerateResult Alone(const Model& m, const Request& r) {
-    auto pool = KvBlockPool::Create(m.config(), 16, 64ull << 20);
-    EXPECT_TRUE(pool.ok());
-    ForwardPass fwd(m, **pool);
-    GenerateRequest g;
-    g.prompt = r.prompt;
-    g.prompt_tokens = r.prompt_tokens;
-    g.max_tokens = r.max_tokens;
-    g.sampling = r.sampling;
-    g.stop = r.stop;
-    g.ignore_eos = r.ignore_eos;
-    auto out = Generate(fwd, g);
-    EXPECT_TRUE(out.ok()) << out.status();
-    return out.ok() ? *out : GenerateResult{};
-}
 
 uint64_t SettledKv(const Engine& e) {
     for (int i = 0; i < 400 && e.Stats().kv_bytes_used != 0; ++i) {
@@ -118,7 +103,7 @@ TEST(FaultEngine, KvExhaustionUnderManyConcurrentRequests) {
         ASSERT_EQ(submit[i], absl::StatusCode::kOk) << i;
         ASSERT_TRUE(got[i].finished) << i;
         EXPECT_TRUE(got[i].finish.status.ok()) << i << ": " << got[i].finish.status;
-        EXPECT_EQ(got[i].tokens, Alone(engine->model(), reqs[i]).tokens) << "request " << i << " was corrupted";
+        EXPECT_EQ(got[i].tokens, testing::SoloGenerate(engine->model(), reqs[i]).tokens) << "request " << i << " was corrupted";
     }
     EXPECT_EQ(refused, kClients / 8);
     EXPECT_GT(engine->Stats().preemptions, 0u) << "the budget should have forced preemption";
@@ -192,7 +177,7 @@ TEST(FaultEngine, CancellationStormLeavesTheEngineHealthy) {
         const Request r = Numbered(900 + i, 20 + 9 * i, 12);
         auto s = engine->Submit(r);
         ASSERT_TRUE(s.ok());
-        EXPECT_EQ(Drain(**s).tokens, Alone(engine->model(), r).tokens) << i;
+        EXPECT_EQ(Drain(**s).tokens, testing::SoloGenerate(engine->model(), r).tokens) << i;
     }
     std::printf("cancellation storm: %d cancelled, %d finished first\n", cancelled.load(), finished.load());
 }
@@ -221,7 +206,7 @@ TEST(FaultEngine, OneMillisecondDeadlines) {
         EXPECT_EQ(r.finish.status.code(), absl::StatusCode::kDeadlineExceeded);
         EXPECT_LT(r.tokens.size(), 50u);
     }
-    EXPECT_EQ(Drain(**ns).tokens, Alone(engine->model(), normal).tokens);
+    EXPECT_EQ(Drain(**ns).tokens, testing::SoloGenerate(engine->model(), normal).tokens);
     EXPECT_EQ(SettledKv(*engine), 0u);
 }
 
@@ -282,7 +267,7 @@ TEST(FaultEngine, StopStringsStraddlingTokenBoundaries) {
     for (int i = 0; i < 16 && checked < 4; ++i) {
         Request r = Numbered(40 + i, 8, 24);
         r.sampling.temperature = 0.0f;
-        const GenerateResult solo = Alone(engine->model(), r);
+        const GenerateResult solo = testing::SoloGenerate(engine->model(), r);
         // Where each token's text ends in the solo text, by the streaming
         // decoder (split code points are held back, invalid bytes become
         // U+FFFD, exactly as the engine streams text), prompt pushed first.

@@ -75,6 +75,18 @@ bool WaitUntilServing(const std::shared_ptr<grpc::Channel>& channel) {
     return false;
 }
 
+std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--model", "synthetic:tiny", "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string error;
+    auto p = ServerProcess::Start(args, &error);
+    EXPECT_NE(p, nullptr) << error;
+    if (p != nullptr) {
+        EXPECT_TRUE(WaitUntilServing(p->Channel()));
+    }
+    return p;
+}
+
 std::chrono::system_clock::time_point In(std::chrono::milliseconds d) { return std::chrono::system_clock::now() + d; }
 
 }  // namespace prepackd_test

@@ -10,6 +10,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "prepack/v1/prepack.grpc.pb.h"
+#include "server_process.h"
 
 namespace prepackd_test {
 
@@ -59,6 +60,10 @@ grpc::health::v1::HealthCheckResponse::ServingStatus HealthOf(const std::shared_
 
 // Waits (polling, up to 10 s) until the server reports SERVING. False if it never does.
 bool WaitUntilServing(const std::shared_ptr<grpc::Channel>& channel);
+
+// A prepackd on synthetic:tiny with one thread (plus `extra` flags), serving
+// when returned; null (with a test failure) when it did not start.
+std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra = {});
 
 // A deadline `d` from now.
 std::chrono::system_clock::time_point In(std::chrono::milliseconds d);

@@ -31,18 +31,6 @@ prepack::v1::GenerateRequest Long() {
     return r;
 }
 
-std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--model", "synthetic:tiny", "--threads", "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::string error;
-    auto p = ServerProcess::Start(args, &error);
-    EXPECT_NE(p, nullptr) << error;
-    if (p != nullptr) {
-        EXPECT_TRUE(WaitUntilServing(p->Channel()));
-    }
-    return p;
-}
-
 // Nothing held: no call in flight, no request running, no KV memory.
 void ExpectIdle(prepack::v1::Prepack::Stub& stub) {
     const auto s = WaitForStats(

@@ -25,17 +25,6 @@ GenerateRequest Long() {
     return r;
 }
 
-std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--model", "synthetic:tiny", "--threads", "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::string error;
-    auto p = ServerProcess::Start(args, &error);
-    EXPECT_NE(p, nullptr) << error;
-    if (p == nullptr) return p;
-    WaitUntilServing(p->Channel());
-    return p;
-}
-
 TEST(StatusTest, InvalidArgumentNamesTheField) {
     auto server = StartTiny();
     ASSERT_NE(server, nullptr);
