@@ -1,5 +1,6 @@
 // Paged attention kernels against a naive dense computation, and cascade
 // (shared-prefix) attention against plain paged attention.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -14,21 +15,21 @@ namespace {
 constexpr int kBlock = 8;
 
 struct Fixture {
-    int n_heads, n_kv_heads, head_dim, n_blocks;
+    int n_heads, n_kv_heads, head_dim, n_blocks, block;
     std::vector<float> k, v;   // [block][slot][kv_dim]
-    Fixture(int heads, int kv_heads, int hd, int blocks, uint64_t seed)
-        : n_heads(heads), n_kv_heads(kv_heads), head_dim(hd), n_blocks(blocks) {
+    Fixture(int heads, int kv_heads, int hd, int blocks, uint64_t seed, int block_size = kBlock)
+        : n_heads(heads), n_kv_heads(kv_heads), head_dim(hd), n_blocks(blocks), block(block_size) {
         Rng rng(seed);
-        k.resize(size_t(blocks) * kBlock * kv_dim());
+        k.resize(size_t(blocks) * block * kv_dim());
         v.resize(k.size());
         for (float& x : k) x = rng.NextFloat() * 2 - 1;
         for (float& x : v) x = rng.NextFloat() * 2 - 1;
     }
     int kv_dim() const { return n_kv_heads * head_dim; }
-    PagedKv Kv() const { return {k.data(), v.data(), kBlock, kv_dim()}; }
+    PagedKv Kv() const { return {k.data(), v.data(), block, kv_dim()}; }
     AttentionShape Shape() const { return {n_heads, n_kv_heads, head_dim, int64_t(n_heads) * head_dim, int64_t(n_heads) * head_dim}; }
     const float* Row(const std::vector<float>& kv, const std::vector<int32_t>& blocks, int t) const {
-        return kv.data() + (size_t(blocks[t / kBlock]) * kBlock + t % kBlock) * kv_dim();
+        return kv.data() + (size_t(blocks[t / block]) * block + t % block) * kv_dim();
     }
     // Naive softmax attention of one query row over keys [0, n_keys).
     std::vector<float> Dense(const float* q, const std::vector<int32_t>& blocks, int n_keys) const {
@@ -73,6 +74,54 @@ TEST(PagedAttention, PrefillSpansMatchDenseCausalAttention) {
         const bool a = i < 20;
         const auto want = f.Dense(q.data() + size_t(i) * width, a ? blocks_a : blocks_b, a ? 13 + i + 1 : i - 20 + 1);
         for (int j = 0; j < width; ++j) ASSERT_NEAR(out[size_t(i) * width + j], want[j], 1e-5) << "row " << i;
+    }
+}
+
+// The register-blocked kernels have paths for head sizes that are multiples
+// of 16, of 8 and neither, for row counts that are and are not multiples of
+// the row block, and chunks that end inside a block or are capped below a
+// large block: random shapes over all of them against the dense computation.
+TEST(PagedAttention, RandomShapesMatchDenseCausalAttention) {
+    Rng rng(77);
+    for (int hd : {64, 24, 8, 5}) {
+        for (int block : {1, 16, 80}) {
+            for (int group : {1, 3, 4}) {
+                const int kv_heads = 2, heads = kv_heads * group;
+                const int n_spans = 3;
+                std::vector<int> n_q(n_spans), before(n_spans);
+                int total_q = 0, max_keys = 0;
+                for (int i = 0; i < n_spans; ++i) {
+                    n_q[i] = 1 + int(rng.NextFloat() * 40);
+                    before[i] = i == 0 ? 0 : int(rng.NextFloat() * 100);
+                    total_q += n_q[i];
+                    max_keys = std::max(max_keys, n_q[i] + before[i]);
+                }
+                const int per_seq = (max_keys + block - 1) / block;
+                Fixture f(heads, kv_heads, hd, per_seq * n_spans, 1000 + hd + block + group, block);
+                // Sequence i uses blocks i, i + n_spans, i + 2 n_spans, ... (interleaved, not contiguous).
+                std::vector<std::vector<int32_t>> tables(n_spans);
+                for (int i = 0; i < n_spans; ++i) {
+                    for (int b = 0; b < per_seq; ++b) tables[i].push_back(b * n_spans + i);
+                }
+                const int width = heads * hd;
+                std::vector<float> q = RandomQ(total_q, width, 5 + hd), out(q.size(), 0.0f);
+                std::vector<AttentionSpan> spans;
+                for (int i = 0, row = 0; i < n_spans; row += n_q[i], ++i) {
+                    spans.push_back({row, n_q[i], before[i], tables[i].data()});
+                }
+                PagedAttention(q.data(), out.data(), f.Shape(), spans.data(), n_spans, f.Kv());
+                for (int i = 0; i < n_spans; ++i) {
+                    for (int j = 0; j < n_q[i]; ++j) {
+                        const int64_t row = spans[i].q_row + j;
+                        const auto want = f.Dense(q.data() + row * width, tables[i], before[i] + j + 1);
+                        for (int x = 0; x < width; ++x) {
+                            ASSERT_NEAR(out[row * width + x], want[x], 2e-5)
+                                << "hd " << hd << " block " << block << " group " << group << " span " << i << " query " << j;
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,270 @@
+#include "kernels/cpu/attention_tile.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/simd.h"
+
+namespace prepack::cpu {
+namespace {
+
+// Keys per chunk at most: a chunk's transposed K (head_dim x 64 floats) and
+// its scores stay in L1 next to the V rows being summed.
+constexpr int kMaxChunk = 64;
+// Score columns per register block: two 8-float vectors. Rows per register
+// block: 4, so a block holds 8 accumulators and each K^T load feeds 4 rows.
+constexpr int kCols = 16;
+constexpr int kRowBlock = 4;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// exp(x) for the x <= 0 of an online softmax (a score minus the running
+// max), in plain arithmetic the compiler vectorises: 2^(x log2 e) = 2^k 2^f
+// with k an integer and |f| <= 1/2, e^(f ln 2) by its degree-6 Taylor
+// polynomial (relative error below 2e-7). Underflow (and -inf, a masked
+// key) gives exactly 0.
+inline float ExpNonPositive(float x) {
+    const float t = x * 1.44269504f;
+    const float k = std::floor(t + 0.5f);
+    const float r = (t - k) * 0.693147181f;
+    const float p =
+        1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
+    const int32_t e = static_cast<int32_t>(std::max(k, -126.0f)) + 127;
+    const float scale = std::bit_cast<float>(e << 23);
+    return x < -87.0f ? 0.0f : p * scale;
+}
+
+// s[RB][n_cols] = q[RB][hd] . kt[hd][n_cols], 16 columns at a time: 2 x RB
+// accumulators live in registers for the whole head dimension and each K^T
+// load feeds RB rows.
+template <int RB>
+void ScoreRows(const float* q, int hd, const float* kt, int ld, int n_cols, float* s) {
+    for (int c0 = 0; c0 < n_cols; c0 += kCols) {
+        Vec8 acc0[RB] = {}, acc1[RB] = {};
+        for (int d = 0; d < hd; ++d) {
+            const Vec8 k0 = Load8(kt + static_cast<size_t>(d) * ld + c0);
+            const Vec8 k1 = Load8(kt + static_cast<size_t>(d) * ld + c0 + 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < RB; ++r) {
+                const Vec8 qv = Splat8(q[r * hd + d]);
+                acc0[r] += qv * k0;
+                acc1[r] += qv * k1;
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < RB; ++r) {
+            Store8(s + r * ld + c0, acc0[r]);
+            Store8(s + r * ld + c0 + 8, acc1[r]);
+        }
+    }
+}
+
+// acc[RB][hd] = acc * corr + p[RB][n_keys] . V[n_keys][hd], NV vectors of
+// output columns held in registers across all the chunk's keys.
+template <int RB, int NV>
+void AccumulateRows(const float* p, int ld, int n_keys, const float* v, int32_t stride, int hd, const float* corr,
+                    float* acc) {
+    for (int d0 = 0; d0 < hd; d0 += 8 * NV) {
+        Vec8 a[RB][NV];
+#pragma GCC unroll 4
+        for (int r = 0; r < RB; ++r) {
+            for (int n = 0; n < NV; ++n) a[r][n] = Load8(acc + r * hd + d0 + 8 * n) * corr[r];
+        }
+        for (int j = 0; j < n_keys; ++j) {
+            const float* vr = v + static_cast<size_t>(j) * stride + d0;
+            Vec8 vv[NV];
+            for (int n = 0; n < NV; ++n) vv[n] = Load8(vr + 8 * n);
+#pragma GCC unroll 4
+            for (int r = 0; r < RB; ++r) {
+                const Vec8 pr = Splat8(p[r * ld + j]);
+                for (int n = 0; n < NV; ++n) a[r][n] += pr * vv[n];
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < RB; ++r) {
+            for (int n = 0; n < NV; ++n) Store8(acc + r * hd + d0 + 8 * n, a[r][n]);
+        }
+    }
+}
+
+// Head sizes that are not a multiple of 8 (none of the common models): plain loops.
+void AccumulateRowsScalar(int rows, const float* p, int ld, int n_keys, const float* v, int32_t stride, int hd,
+                          const float* corr, float* acc) {
+    for (int r = 0; r < rows; ++r) {
+        float* ar = acc + static_cast<size_t>(r) * hd;
+        for (int i = 0; i < hd; ++i) ar[i] *= corr[r];
+        for (int j = 0; j < n_keys; ++j) {
+            const float pr = p[static_cast<size_t>(r) * ld + j];
+            const float* vr = v + static_cast<size_t>(j) * stride;
+            for (int i = 0; i < hd; ++i) ar[i] += pr * vr[i];
+        }
+    }
+}
+
+// Calls kernel(RB, r) for row blocks covering rows [r_begin, rows): blocks
+// of kRowBlock, then one smaller block; RB arrives as a compile-time constant.
+template <typename Kernel>
+void ForRowBlocks(int r_begin, int rows, Kernel&& kernel) {
+    int r = r_begin;
+    for (; r + kRowBlock <= rows; r += kRowBlock) kernel(std::integral_constant<int, kRowBlock>{}, r);
+    switch (rows - r) {
+        case 3: kernel(std::integral_constant<int, 3>{}, r); break;
+        case 2: kernel(std::integral_constant<int, 2>{}, r); break;
+        case 1: kernel(std::integral_constant<int, 1>{}, r); break;
+        default: break;
+    }
+}
+
+}  // namespace
+
+void AttentionTile::Reset(int head_dim, int max_chunk) {
+    hd_ = head_dim;
+    const int chunk = std::min(max_chunk, kMaxChunk);
+    ld_ = (chunk + kCols - 1) / kCols * kCols;
+    rows_ = 0;
+    q_.clear();
+    horizon_.clear();
+    m_.clear();
+    l_.clear();
+    acc_.clear();
+    kt_.assign(static_cast<size_t>(hd_) * ld_, 0.0f);
+}
+
+void AttentionTile::AddRow(const float* q, int64_t horizon) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
+    for (int i = 0; i < hd_; ++i) q_.push_back(q[i] * scale);
+    horizon_.push_back(horizon);
+    m_.push_back(kNegInf);
+    l_.push_back(0.0f);
+    acc_.resize(acc_.size() + hd_, 0.0f);
+    ++rows_;
+}
+
+void AttentionTile::CopyState(const AttentionTile& other, int from, int to) {
+    m_[to] = other.m_[from];
+    l_[to] = other.l_[from];
+    std::copy_n(other.acc_.data() + static_cast<size_t>(from) * hd_, hd_, acc_.data() + static_cast<size_t>(to) * hd_);
+}
+
+void AttentionTile::Write(int r, float* out) const {
+    // A row that saw no key (cannot happen for a causal query, which sees
+    // itself) would have l = 0; its output is left as zeros then.
+    const float inv = l_[r] > 0.0f ? 1.0f / l_[r] : 0.0f;
+    const float* acc = acc_.data() + static_cast<size_t>(r) * hd_;
+#pragma omp simd
+    for (int i = 0; i < hd_; ++i) out[i] = acc[i] * inv;
+}
+
+void AttentionTile::TransposeKeys(const float* k_rows, int32_t stride, int n_keys) {
+    const int n_cols = (n_keys + kCols - 1) / kCols * kCols;
+    for (int d = 0; d < hd_; ++d) {
+        float* dst = kt_.data() + static_cast<size_t>(d) * ld_;
+        for (int j = 0; j < n_keys; ++j) dst[j] = k_rows[static_cast<size_t>(j) * stride + d];
+        for (int j = n_keys; j < n_cols; ++j) dst[j] = 0.0f;   // pad columns: finite, masked below
+    }
+}
+
+// Row r sees keys c0 .. horizon[r] of the chunk, minus those a LazyLLM layer
+// lacks; the rest get weight 0. Then the online-softmax step: new running
+// max, rescale of what was accumulated, weights exp(s - max).
+void AttentionTile::MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const AttentionSpan& span) {
+    for (int r = r_begin; r < rows_; ++r) {
+        float* s = scores_.data() + static_cast<size_t>(r) * ld_;
+        const int limit = static_cast<int>(std::min<int64_t>(n_keys, horizon_[r] - c0 + 1));
+        if (span.key_depth != nullptr) {
+            for (int j = 0; j < limit; ++j) {
+                if (!span.Holds(c0 + j)) s[j] = kNegInf;
+            }
+        }
+        float block_max = kNegInf;
+#pragma omp simd reduction(max : block_max)
+        for (int j = 0; j < limit; ++j) block_max = std::max(block_max, s[j]);
+        if (block_max == kNegInf) {   // every key absent here (LazyLLM): nothing changes
+            corr_[r] = 1.0f;
+            std::fill(s, s + n_keys, 0.0f);
+            continue;
+        }
+        const float m_new = std::max(m_[r], block_max);
+        corr_[r] = ExpNonPositive(m_[r] - m_new);
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < limit; ++j) {
+            s[j] = ExpNonPositive(s[j] - m_new);
+            sum += s[j];
+        }
+        for (int j = limit; j < n_keys; ++j) s[j] = 0.0f;
+        l_[r] = l_[r] * corr_[r] + sum;
+        m_[r] = m_new;
+    }
+}
+
+void AttentionTile::AccumulateV(int r_begin, const float* v_rows, int32_t stride, int n_keys) {
+    const int hd = hd_, ld = ld_;
+    const float* p = scores_.data() + static_cast<size_t>(r_begin) * ld;
+    float* acc = acc_.data() + static_cast<size_t>(r_begin) * hd;
+    const float* corr = corr_.data() + r_begin;
+    if (hd % 8 != 0) {
+        AccumulateRowsScalar(rows_ - r_begin, p, ld, n_keys, v_rows, stride, hd, corr, acc);
+        return;
+    }
+    ForRowBlocks(0, rows_ - r_begin, [&](auto rb, int r) {
+        constexpr int RB = decltype(rb)::value;
+        const float* pr = p + static_cast<size_t>(r) * ld;
+        float* ar = acc + static_cast<size_t>(r) * hd;
+        if (hd % 16 == 0) {
+            AccumulateRows<RB, 2>(pr, ld, n_keys, v_rows, stride, hd, corr + r, ar);
+        } else {
+            AccumulateRows<RB, 1>(pr, ld, n_keys, v_rows, stride, hd, corr + r, ar);
+        }
+    });
+}
+
+void AttentionTile::Attend(const AttentionSpan& span, const PagedKv& kv, int32_t kv_head, int64_t first_key,
+                           int64_t last_key) {
+    scores_.resize(static_cast<size_t>(rows_) * ld_);
+    corr_.resize(rows_);
+    const int bs = kv.block_size;
+    int r_begin = 0;
+    for (int64_t c0 = first_key; c0 <= last_key;) {
+        // Rows whose horizon ends before this chunk are done (horizons ascend).
+        while (r_begin < rows_ && horizon_[r_begin] < c0) ++r_begin;
+        if (r_begin == rows_) break;
+        const int slot = static_cast<int>(c0 % bs);
+        const int n_keys = static_cast<int>(std::min<int64_t>({bs - slot, ld_, last_key - c0 + 1}));
+        const size_t off = (static_cast<size_t>(span.blocks[c0 / bs]) * bs + slot) * kv.kv_dim +
+                           static_cast<size_t>(kv_head) * hd_;
+        const float* v_rows = kv.v + off;
+        int32_t v_stride = kv.kv_dim;
+        if (span.key_depth != nullptr) {
+            // A key this layer lacks may have never-written V: zero it so that
+            // its zero weight cannot meet a NaN.
+            vz_.resize(static_cast<size_t>(ld_) * hd_);
+            for (int j = 0; j < n_keys; ++j) {
+                float* dst = vz_.data() + static_cast<size_t>(j) * hd_;
+                if (span.Holds(c0 + j)) {
+                    std::copy_n(v_rows + static_cast<size_t>(j) * kv.kv_dim, hd_, dst);
+                } else {
+                    std::fill_n(dst, hd_, 0.0f);
+                }
+            }
+            v_rows = vz_.data();
+            v_stride = hd_;
+        }
+        TransposeKeys(kv.k + off, kv.kv_dim, n_keys);
+        const int n_cols = (n_keys + kCols - 1) / kCols * kCols;
+        const int hd = hd_, ld = ld_;
+        ForRowBlocks(r_begin, rows_, [&](auto rb, int r) {
+            constexpr int RB = decltype(rb)::value;
+            ScoreRows<RB>(q_.data() + static_cast<size_t>(r) * hd, hd, kt_.data(), ld, n_cols,
+                          scores_.data() + static_cast<size_t>(r) * ld);
+        });
+        MaskAndSoftmax(r_begin, c0, n_keys, span);
+        AccumulateV(r_begin, v_rows, v_stride, n_keys);
+        c0 += n_keys;
+    }
+}
+
+}  // namespace prepack::cpu
