@@ -214,6 +214,7 @@ void prepack_engine_options_init(prepack_engine_options* o) {
     o->max_batch_tokens = 1024;
     o->max_running = 64;
     o->policy = PREPACK_POLICY_FCFS;
+    o->dtype = PREPACK_DTYPE_F32;
 }
 
 prepack_status prepack_engine_create(const prepack_engine_options* options, prepack_engine** engine) {
@@ -225,7 +226,7 @@ prepack_status prepack_engine_create(const prepack_engine_options* options, prep
             return Fail(PREPACK_INVALID_ARGUMENT, "options.struct_size is not set (call prepack_engine_options_init)");
         }
         if (o.model == nullptr || o.model[0] == '\0') return Fail(PREPACK_INVALID_ARGUMENT, "options.model is empty");
-        const int64_t device = RawEnum(o.device), policy = RawEnum(o.policy);
+        const int64_t device = RawEnum(o.device), policy = RawEnum(o.policy), dtype = RawEnum(o.dtype);
         if (device != PREPACK_DEVICE_CPU) {
             return Fail(device == PREPACK_DEVICE_CUDA ? PREPACK_UNIMPLEMENTED : PREPACK_INVALID_ARGUMENT,
                         "options.device: only PREPACK_DEVICE_CPU is available in this build");
@@ -233,12 +234,16 @@ prepack_status prepack_engine_create(const prepack_engine_options* options, prep
         if (policy != PREPACK_POLICY_FCFS && policy != PREPACK_POLICY_LRU && policy != PREPACK_POLICY_BATCHLLM) {
             return Fail(PREPACK_INVALID_ARGUMENT, absl::StrCat("options.policy ", policy, " is not a prepack_policy"));
         }
+        if (dtype != PREPACK_DTYPE_F32 && dtype != PREPACK_DTYPE_BF16) {
+            return Fail(PREPACK_INVALID_ARGUMENT, absl::StrCat("options.dtype ", dtype, " is not a prepack_dtype"));
+        }
         if (o.threads < 0 || o.kv_block_size < 1 || o.max_batch_tokens < 1 || o.max_running < 1) {
             return Fail(PREPACK_INVALID_ARGUMENT,
                         "options: threads must be >= 0 and kv_block_size, max_batch_tokens, max_running >= 1");
         }
         prepack::EngineOptions eo;
         eo.model = o.model;
+        eo.dtype = dtype == PREPACK_DTYPE_BF16 ? prepack::cpu::DType::kBf16 : prepack::cpu::DType::kF32;
         eo.threads = o.threads;
         eo.kv_budget_bytes = o.kv_budget_bytes;
         eo.kv_block_size = o.kv_block_size;

@@ -4,9 +4,8 @@
 
 #include "core/aligned_buffer.h"
 #include "core/runtime.h"
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/gemm.h"
-
-#include <oneapi/dnnl/dnnl.h>
 
 namespace prepack::cli {
 
@@ -40,6 +39,20 @@ double MeasureGemmPeakGflops(int n, int reps) {
     return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
 }
 
+double MeasureBf16GemmPeakGflops(int n, int reps) {
+    const size_t nn = static_cast<size_t>(n) * n;
+    AlignedFloats x(nn), y(nn);
+    AlignedArray<uint16_t> w(nn);
+    for (size_t i = 0; i < nn; ++i) {
+        x[i] = static_cast<float>(i % 7) * 0.1f;
+        w[i] = cpu::F32ToBf16(static_cast<float>(i % 5) * 0.1f);
+    }
+    const cpu::Matrix m{nullptr, w.data()};
+    std::vector<double> t = TimeRuns([&] { cpu::Linear(x.data(), m, y.data(), n, n, n, false); }, 1, reps);
+    const double best = *std::min_element(t.begin(), t.end());
+    return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
+}
+
 double MeasureReadBandwidthGbps(size_t bytes, int reps) {
     const size_t n = bytes / sizeof(float);
     AlignedFloats buf(n);
@@ -68,6 +81,5 @@ double MeasureReadBandwidthGbps(size_t bytes, int reps) {
     return static_cast<double>(n * sizeof(float)) / *std::min_element(t.begin(), t.end()) / 1e9;
 }
 
-bool CpuHasBf16Gemm() { return dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core_bf16; }
 
 }  // namespace prepack::cli

@@ -16,12 +16,13 @@ double Median(std::vector<double> v);
 // library (best of several runs: the ceiling, not the typical value).
 double MeasureGemmPeakGflops(int n = 2048, int reps = 5);
 
+// The same for bf16 weights through the engine's bf16 linear layer (native
+// bf16 GEMM where the CPU has it, f32 panels widened from bf16 elsewhere).
+double MeasureBf16GemmPeakGflops(int n = 2048, int reps = 5);
+
 // Memory read bandwidth in GB/s: all threads summing a buffer far larger
 // than the caches (best of several passes).
 double MeasureReadBandwidthGbps(size_t bytes = size_t{512} << 20, int reps = 5);
 
-// Whether oneDNN has native bf16 GEMM kernels on this CPU (AVX-512 BF16 or
-// AMX); without them bf16 would run on a slow reference path.
-bool CpuHasBf16Gemm();
 
 }  // namespace prepack::cli

@@ -9,6 +9,7 @@
 #include "cli/common.h"
 #include "core/forward.h"
 #include "core/runtime.h"
+#include "kernels/cpu/gemm.h"
 
 namespace prepack::cli {
 namespace {
@@ -51,7 +52,10 @@ int Run(const BenchForwardOptions& o) {
 
     std::fprintf(stderr, "bench forward: %s, %d threads, measuring GEMM peak and memory bandwidth...\n",
                  c.name.c_str(), NumThreads());
-    const double peak = MeasureGemmPeakGflops();
+    const double peak_f32 = MeasureGemmPeakGflops();
+    const double peak_bf16 = MeasureBf16GemmPeakGflops();
+    const bool bf16 = model.weights().dtype == cpu::DType::kBf16;
+    const double peak = bf16 ? peak_bf16 : peak_f32;   // the ceiling of the arithmetic this model runs
     const double bandwidth = MeasureReadBandwidthGbps();
 
     std::fprintf(stderr, "bench forward: prefill of %d tokens x %d...\n", o.prompt_tokens, o.reps);
@@ -112,10 +116,11 @@ int Run(const BenchForwardOptions& o) {
                                  c.AttentionFlops(1) * n * (n + 1) / 2.0;
     const double prefill_gflops = prefill_flops / prefill_s / 1e9;
     const double decode_tps = decode_s > 0 ? o.decode_tokens / decode_s : 0.0;
-    // A batch-1 decode step reads every weight once (f32) and the sequence's
-    // K/V so far (the mean context over the decoded tokens).
+    // A batch-1 decode step reads every weight once (4 or 2 bytes each) and
+    // the sequence's K/V so far (the mean context over the decoded tokens).
     const double mean_context = o.prompt_tokens + (o.decode_tokens - 1) / 2.0;
-    const double bytes_per_token = static_cast<double>(c.MatmulParams()) * 4.0 + mean_context * c.KvBytesPerToken();
+    const double bytes_per_token =
+        static_cast<double>(c.MatmulParams()) * (bf16 ? 2.0 : 4.0) + mean_context * c.KvBytesPerToken();
     const double decode_gbps = decode_tps * bytes_per_token / 1e9;
     const double batch_tps = batch_s > 0 ? double(o.decode_batch) * o.decode_tokens / batch_s : 0.0;
 
@@ -128,6 +133,8 @@ int Run(const BenchForwardOptions& o) {
         {"prefill_tokens_per_s", n / prefill_s},
         {"prefill_gflops", prefill_gflops},
         {"gemm_peak_gflops", peak},
+        {"gemm_peak_f32_gflops", peak_f32},
+        {"gemm_peak_bf16_gflops", peak_bf16},
         {"prefill_efficiency", prefill_gflops / peak},
         {"decode_seconds", decode_s},
         {"decode_tokens_per_s", decode_tps},
@@ -137,16 +144,17 @@ int Run(const BenchForwardOptions& o) {
         {"decode_batch", o.decode_batch},
         {"decode_batch_tokens_per_s", batch_tps},
         {"decode_batch_speedup", decode_tps > 0 ? batch_tps / decode_tps : 0.0},
-        {"dtype", "f32"},
-        // bf16 needs oneDNN's native kernels (AVX-512 BF16 or AMX); none here.
-        {"bf16_gemm_available", CpuHasBf16Gemm()},
+        {"dtype", cpu::DTypeName(model.weights().dtype)},
+        {"bf16_gemm_available", cpu::HasNativeBf16Gemm()},
+        {"bf16_gemm_path", cpu::Bf16GemmPath()},
     };
     if (o.common.json) {
         std::printf("%s\n", j.dump().c_str());
         return 0;
     }
-    std::printf("model %s, %d threads, %d prompt tokens, %d decode tokens (median of %d)\n",
-                model.source().c_str(), NumThreads(), o.prompt_tokens, o.decode_tokens, o.reps);
+    std::printf("model %s (%s), %d threads, %d prompt tokens, %d decode tokens (median of %d)\n",
+                model.source().c_str(), cpu::DTypeName(model.weights().dtype), NumThreads(), o.prompt_tokens,
+                o.decode_tokens, o.reps);
     std::printf("  prefill   %10.1f tokens/s  %8.1f GFLOP/s  (%.0f%% of GEMM peak %.1f GFLOP/s)\n",
                 n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, peak);
     std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights + KV  (%.0f%% of read bandwidth %.1f GB/s)\n",

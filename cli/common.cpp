@@ -10,6 +10,10 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv) {
     app->add_option("--model", o->model, "GGUF file or synthetic:NAME (tiny, 110m, 1b, 7b)")->required();
     app->add_option("--device", o->device, "cpu (cuda arrives with the CUDA backend)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
+    app->add_option("--dtype", o->dtype,
+                    "weight matrices: f32, or bf16 (half the memory and of decode's bytes per token; "
+                    "bf16 arithmetic where the CPU has native bf16 GEMM)")
+        ->check(CLI::IsMember({"f32", "bf16"}));
     app->add_option("--threads", o->threads, "CPU threads (0 = all online CPUs)")->check(CLI::Range(0, 1024));
     if (with_kv) {
         app->add_option("--kv-budget", o->kv_budget, "KV cache budget in bytes (0 = sized for the context)");
@@ -24,7 +28,8 @@ absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool 
     }
     SetNumThreads(o.threads);
     Loaded l;
-    PP_ASSIGN_OR_RETURN(l.model, Model::Load(o.model));
+    PP_ASSIGN_OR_RETURN(const cpu::DType dtype, ParseDType(o.dtype));
+    PP_ASSIGN_OR_RETURN(l.model, Model::Load(o.model, dtype));
     if (!with_kv) return l;
     const uint64_t budget = o.kv_budget ? o.kv_budget : AutoKvBudget(l.model->config(), min_kv_tokens + o.kv_block);
     PP_ASSIGN_OR_RETURN(l.pool, KvBlockPool::Create(l.model->config(), o.kv_block, budget));
@@ -35,6 +40,7 @@ EngineOptions EngineOptionsFrom(const CommonOptions& o, int32_t max_batch_tokens
                                 SchedulePolicy policy) {
     EngineOptions eo;
     eo.model = o.model;
+    eo.dtype = ParseDType(o.dtype).value_or(cpu::DType::kF32);   // CLI11 has checked the name
     eo.threads = o.threads;
     eo.kv_budget_bytes = o.kv_budget;
     eo.kv_block_size = o.kv_block;

@@ -17,13 +17,14 @@ namespace prepack::cli {
 struct CommonOptions {
     std::string model;
     std::string device = "cpu";
+    std::string dtype = "f32";        // weight matrices: f32 or bf16
     int         threads = 0;          // 0 = all online CPUs
     uint64_t    kv_budget = 0;        // bytes; 0 = sized for the model's context
     int         kv_block = 16;
     bool        json = false;
 };
 
-// Registers --model, --device, --threads, --kv-budget, --kv-block, --json.
+// Registers --model, --device, --dtype, --threads, --kv-budget, --kv-block, --json.
 void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv = true);
 
 struct Loaded {

@@ -141,7 +141,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     std::unique_ptr<Engine> e(new Engine());
     e->options_ = options;
     SetNumThreads(options.threads);
-    PP_ASSIGN_OR_RETURN(e->model_, Model::Load(options.model));
+    PP_ASSIGN_OR_RETURN(e->model_, Model::Load(options.model, options.dtype));
     const ModelConfig& c = e->model_->config();
     const uint64_t budget = options.kv_budget_bytes ? options.kv_budget_bytes : AutoKvBudget(c, c.max_context);
     PP_ASSIGN_OR_RETURN(e->pool_, KvBlockPool::Create(c, options.kv_block_size, budget));

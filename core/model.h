@@ -18,10 +18,12 @@ class Model {
 public:
     // `spec` is a GGUF path or "synthetic:NAME". Errors: NOT_FOUND (no file,
     // unknown synthetic name), INVALID_ARGUMENT / DATA_LOSS (bad file),
-    // RESOURCE_EXHAUSTED (does not fit in memory).
-    static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& spec);
+    // RESOURCE_EXHAUSTED (does not fit in memory). `dtype` is the weight
+    // matrices' storage (bf16 halves memory and decode's bytes per token).
+    static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& spec, cpu::DType dtype = cpu::DType::kF32);
     // Random weights at `config`'s shape with a synthetic vocabulary (tests).
-    static absl::StatusOr<std::unique_ptr<Model>> FromConfig(const ModelConfig& config, uint64_t seed);
+    static absl::StatusOr<std::unique_ptr<Model>> FromConfig(const ModelConfig& config, uint64_t seed,
+                                                             cpu::DType dtype = cpu::DType::kF32);
 
     const ModelConfig&  config() const { return config_; }
     const ModelWeights& weights() const { return weights_; }

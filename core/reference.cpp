@@ -2,14 +2,19 @@
 
 #include <cmath>
 
+#include "kernels/cpu/bf16.h"
+
 namespace prepack {
 namespace {
 
-// out[i] = sum_j W[i, j] * x[j]; W is [n, d] row-major.
-void MatVec(const float* w, const float* x, float* out, int n, int d) {
+// Element `i` of a weight matrix, whatever its storage.
+float WeightAt(const cpu::Matrix& w, size_t i) { return w.bf16 != nullptr ? cpu::Bf16ToF32(w.bf16[i]) : w.f32[i]; }
+
+// out[i] = sum_j W[first_row + i, j] * x[j]; W is row-major with d columns.
+void MatVec(const cpu::Matrix& w, size_t first_row, const float* x, float* out, int n, int d) {
     for (int i = 0; i < n; ++i) {
         float sum = 0.0f;
-        for (int j = 0; j < d; ++j) sum += w[static_cast<size_t>(i) * d + j] * x[j];
+        for (int j = 0; j < d; ++j) sum += WeightAt(w, (first_row + i) * d + j) * x[j];
         out[i] = sum;
     }
 }
@@ -68,14 +73,14 @@ const std::vector<float>& ReferenceForward::Step(int32_t token) {
     const int d = c_.dim, hd = c_.head_dim, kv = c_.kv_dim(), qd = c_.q_dim(), hid = c_.hidden_dim;
     const int group = c_.n_heads / c_.n_kv_heads;
     const int pos = pos_++;
-    for (int i = 0; i < d; ++i) x_[i] = w_.token_embd[static_cast<size_t>(token) * d + i];
+    for (int i = 0; i < d; ++i) x_[i] = WeightAt(w_.token_embd, static_cast<size_t>(token) * d + i);
 
     for (int l = 0; l < c_.n_layers; ++l) {
         const LayerWeights& lw = w_.layers[l];
         RmsNorm(x_.data(), lw.attn_norm, xb_.data(), d, c_.norm_eps);
-        MatVec(lw.wqkv, xb_.data(), q_.data(), qd, d);
-        MatVec(lw.wqkv + static_cast<size_t>(qd) * d, xb_.data(), k_.data(), kv, d);
-        MatVec(lw.wqkv + static_cast<size_t>(qd + kv) * d, xb_.data(), v_.data(), kv, d);
+        MatVec(lw.wqkv, 0, xb_.data(), q_.data(), qd, d);
+        MatVec(lw.wqkv, qd, xb_.data(), k_.data(), kv, d);
+        MatVec(lw.wqkv, qd + kv, xb_.data(), v_.data(), kv, d);
         Rope(q_.data(), c_.n_heads, hd, c_.rope_dim, c_.rope_theta, pos);
         Rope(k_.data(), c_.n_kv_heads, hd, c_.rope_dim, c_.rope_theta, pos);
         key_cache_[l].insert(key_cache_[l].end(), k_.begin(), k_.end());
@@ -100,21 +105,21 @@ const std::vector<float>& ReferenceForward::Step(int32_t token) {
                 for (int i = 0; i < hd; ++i) out[i] += scores_[t] * v[i];
             }
         }
-        MatVec(lw.wo, att_out_.data(), xb_.data(), d, qd);
+        MatVec(lw.wo, 0, att_out_.data(), xb_.data(), d, qd);
         for (int i = 0; i < d; ++i) x_[i] += xb_[i];
 
         RmsNorm(x_.data(), lw.ffn_norm, xb_.data(), d, c_.norm_eps);
-        MatVec(lw.w_gate_up, xb_.data(), hb_.data(), hid, d);
-        MatVec(lw.w_gate_up + static_cast<size_t>(hid) * d, xb_.data(), hb2_.data(), hid, d);
+        MatVec(lw.w_gate_up, 0, xb_.data(), hb_.data(), hid, d);
+        MatVec(lw.w_gate_up, hid, xb_.data(), hb2_.data(), hid, d);
         for (int i = 0; i < hid; ++i) {
             const float g = hb_[i];
             hb_[i] = g / (1.0f + std::exp(-g)) * hb2_[i];   // SiLU(gate) * up
         }
-        MatVec(lw.w_down, hb_.data(), xb_.data(), d, hid);
+        MatVec(lw.w_down, 0, hb_.data(), xb_.data(), d, hid);
         for (int i = 0; i < d; ++i) x_[i] += xb_[i];
     }
     RmsNorm(x_.data(), w_.output_norm, x_.data(), d, c_.norm_eps);
-    MatVec(w_.output, x_.data(), logits_.data(), c_.vocab_size, d);
+    MatVec(w_.output, 0, x_.data(), logits_.data(), c_.vocab_size, d);
     return logits_;
 }
 

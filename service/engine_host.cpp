@@ -17,6 +17,7 @@ grpc::Status EngineHost::Load(const ServerOptions& o) {
     eo.policy = o.policy == "lru"        ? PREPACK_POLICY_LRU
                 : o.policy == "batchllm" ? PREPACK_POLICY_BATCHLLM
                                          : PREPACK_POLICY_FCFS;
+    eo.dtype = o.dtype == "bf16" ? PREPACK_DTYPE_BF16 : PREPACK_DTYPE_F32;
     prepack_engine* engine = nullptr;
     if (prepack_status st = prepack_engine_create(&eo, &engine); st != PREPACK_OK) {
         return ToGrpc(st, prepack_last_error());

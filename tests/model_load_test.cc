@@ -178,21 +178,21 @@ GgufBuilder BuildGguf(const Model& model, const Encoding& enc, const Edits& e = 
             b.AddTensorF32(name, ne, values);
         }
     };
-    add("token_embd.weight", {d, v}, Rows(w.token_embd, 0, v, d), true);
+    add("token_embd.weight", {d, v}, Rows(w.token_embd.f32, 0, v, d), true);
     add("output_norm.weight", {d}, Rows(w.output_norm, 0, 1, d), false);
-    add("output.weight", {d, v}, Rows(w.output, 0, v, d), true);
+    add("output.weight", {d, v}, Rows(w.output.f32, 0, v, d), true);
     for (int l = 0; l < c.n_layers; ++l) {
         const LayerWeights& lw = w.layers[l];
         const std::string p = "blk." + std::to_string(l) + ".";
         add(p + "attn_norm.weight", {d}, Rows(lw.attn_norm, 0, 1, d), false);
-        add(p + "attn_q.weight", {d, q}, Rows(lw.wqkv, 0, q, d), true);
-        add(p + "attn_k.weight", {d, kv}, Rows(lw.wqkv, q, kv, d), true);
-        add(p + "attn_v.weight", {d, kv}, Rows(lw.wqkv, q + kv, kv, d), true);
-        add(p + "attn_output.weight", {q, d}, Rows(lw.wo, 0, d, q), true);
+        add(p + "attn_q.weight", {d, q}, Rows(lw.wqkv.f32, 0, q, d), true);
+        add(p + "attn_k.weight", {d, kv}, Rows(lw.wqkv.f32, q, kv, d), true);
+        add(p + "attn_v.weight", {d, kv}, Rows(lw.wqkv.f32, q + kv, kv, d), true);
+        add(p + "attn_output.weight", {q, d}, Rows(lw.wo.f32, 0, d, q), true);
         add(p + "ffn_norm.weight", {d}, Rows(lw.ffn_norm, 0, 1, d), false);
-        add(p + "ffn_gate.weight", {d, h}, Rows(lw.w_gate_up, 0, h, d), true);
-        add(p + "ffn_up.weight", {d, h}, Rows(lw.w_gate_up, h, h, d), true);
-        add(p + "ffn_down.weight", {h, d}, Rows(lw.w_down, 0, d, h), true);
+        add(p + "ffn_gate.weight", {d, h}, Rows(lw.w_gate_up.f32, 0, h, d), true);
+        add(p + "ffn_up.weight", {d, h}, Rows(lw.w_gate_up.f32, h, h, d), true);
+        add(p + "ffn_down.weight", {h, d}, Rows(lw.w_down.f32, 0, d, h), true);
     }
     return b;
 }
@@ -231,18 +231,18 @@ TEST_F(ModelLoadTest, EveryWeightTypeDecodesToWhatItEncodes) {
             std::vector<float> want;
             for (size_t r = 0; r < size_t(c.qkv_dim()); r += (r == 0 ? c.q_dim() : c.kv_dim())) {
                 const size_t rows = r == 0 ? c.q_dim() : c.kv_dim();
-                auto part = Decoded(enc, src.layers[l].wqkv + r * d, rows * d);
+                auto part = Decoded(enc, src.layers[l].wqkv.f32 + r * d, rows * d);
                 want.insert(want.end(), part.begin(), part.end());
             }
             ASSERT_EQ(want.size(), qkv);
-            EXPECT_EQ(std::vector<float>(got.layers[l].wqkv, got.layers[l].wqkv + qkv), want)
+            EXPECT_EQ(std::vector<float>(got.layers[l].wqkv.f32, got.layers[l].wqkv.f32 + qkv), want)
                 << GgmlTypeName(enc.type) << " layer " << l;
-            EXPECT_EQ(std::vector<float>(got.layers[l].w_down, got.layers[l].w_down + d * h),
-                      Decoded(enc, src.layers[l].w_down, d * h))
+            EXPECT_EQ(std::vector<float>(got.layers[l].w_down.f32, got.layers[l].w_down.f32 + d * h),
+                      Decoded(enc, src.layers[l].w_down.f32, d * h))
                 << GgmlTypeName(enc.type) << " layer " << l;
         }
-        EXPECT_EQ(std::vector<float>(got.output, got.output + c.vocab_size * d),
-                  Decoded(enc, src.output, c.vocab_size * d));
+        EXPECT_EQ(std::vector<float>(got.output.f32, got.output.f32 + c.vocab_size * d),
+                  Decoded(enc, src.output.f32, c.vocab_size * d));
         // And the loaded model computes: logits stay close to the f32 source.
         ReferenceForward want(*source_), have(**m);
         const double tol = enc.type == GgmlType::kF32 ? 0.0 : enc.type == GgmlType::kF16 ? 0.02 : 0.1;
@@ -317,8 +317,8 @@ TEST(ModelLoad, SyntheticShapesAreTheNamedRealShapes) {
     // Same name, same weights.
     auto a = Model::Load("synthetic:tiny"), b = Model::Load("synthetic:tiny");
     ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(std::vector<float>((*a)->weights().layers[3].wo, (*a)->weights().layers[3].wo + 1000),
-              std::vector<float>((*b)->weights().layers[3].wo, (*b)->weights().layers[3].wo + 1000));
+    EXPECT_EQ(std::vector<float>((*a)->weights().layers[3].wo.f32, (*a)->weights().layers[3].wo.f32 + 1000),
+              std::vector<float>((*b)->weights().layers[3].wo.f32, (*b)->weights().layers[3].wo.f32 + 1000));
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/bf16.h"
+
 namespace prepack::cpu {
 
 void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps) {
@@ -19,10 +21,15 @@ void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int6
     }
 }
 
-void Gather(const float* table, const int32_t* ids, float* out, int64_t rows, int64_t dim) {
+void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, int64_t dim) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-        std::memcpy(out + r * dim, table + static_cast<int64_t>(ids[r]) * dim, dim * sizeof(float));
+        const int64_t at = static_cast<int64_t>(ids[r]) * dim;
+        if (table.bf16 != nullptr) {
+            Bf16ToF32Row(table.bf16 + at, out + r * dim, static_cast<size_t>(dim));
+        } else {
+            std::memcpy(out + r * dim, table.f32 + at, dim * sizeof(float));
+        }
     }
 }
 

@@ -4,13 +4,15 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/matrix.h"
+
 namespace prepack::cpu {
 
 // out[r] = weight * x[r] / rms(x[r]) for each of `rows` rows of width `dim`.
 void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps);
 
-// out[r] = table[ids[r]] (embedding gather), rows of width `dim`.
-void Gather(const float* table, const int32_t* ids, float* out, int64_t rows, int64_t dim);
+// out[r] = table[ids[r]] (embedding gather, widened to f32), rows of width `dim`.
+void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, int64_t dim);
 
 // Rotary embedding on pairs (2i, 2i+1) of the first rope_dim dims of each
 // head, in place. `x` holds `rows` rows of `row_stride` floats, each with

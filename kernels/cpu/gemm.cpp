@@ -3,58 +3,203 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/simd.h"
 
 namespace prepack::cpu {
 
 namespace {
 
-// Below this many rows a linear layer is memory-bound (decode): every weight
-// is read once and used by few rows. oneDNN's sgemm packs the transposed
-// weight matrix on each call there, which costs more than the product, so
-// a direct kernel streams the weight rows instead.
-constexpr int64_t kSmallM = 8;
+// Up to this many rows a linear layer is memory-bound or close to it
+// (decode, batched decode): every weight is read once and used by few rows.
+// oneDNN's sgemm packs the transposed weight matrix on each call there,
+// which costs as much as the product, so a register-blocked kernel streams
+// the weight rows instead.
+constexpr int64_t kSmallM = 16;
 
-// Four output features at a time share each load of an input row.
-void SmallMLinear(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
-#pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < n; j += 4) {
-        const int64_t nj = std::min<int64_t>(4, n - j);
-        const float* w0 = w + j * k;
-        const float* w1 = nj > 1 ? w0 + k : w0;
-        const float* w2 = nj > 2 ? w0 + 2 * k : w0;
-        const float* w3 = nj > 3 ? w0 + 3 * k : w0;
-        for (int64_t i = 0; i < m; ++i) {
-            const float* xi = x + i * k;
-            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-            for (int64_t t = 0; t < k; ++t) {
-                s0 += w0[t] * xi[t];
-                s1 += w1[t] * xi[t];
-                s2 += w2[t] * xi[t];
-                s3 += w3[t] * xi[t];
-            }
-            float* yi = y + i * n + j;
-            const float s[4] = {s0, s1, s2, s3};
-            for (int64_t u = 0; u < nj; ++u) yi[u] = accumulate ? yi[u] + s[u] : s[u];
+template <typename W>
+inline Vec8 LoadWeights8(const W* p) {
+    if constexpr (std::is_same_v<W, float>) {
+        return Load8(p);
+    } else {
+        return LoadBf16x8(p);
+    }
+}
+
+template <typename W>
+inline float WeightAt(const W* p, int64_t i) {
+    if constexpr (std::is_same_v<W, float>) {
+        return p[i];
+    } else {
+        return Bf16ToF32(p[i]);
+    }
+}
+
+// out[MB][4] = x[MB][k] . (w0, w1, w2, w3): four weight rows share each x
+// load and MB x rows share each weight load (8 MB accumulators in registers).
+template <int MB, typename W>
+void Dot4(const float* x, int64_t k, const W* const w[4], float out[MB][4]) {
+    Vec8 acc[MB][4] = {};
+    int64_t t = 0;
+    for (; t + 8 <= k; t += 8) {
+        const Vec8 a = LoadWeights8(w[0] + t), b = LoadWeights8(w[1] + t);
+        const Vec8 c = LoadWeights8(w[2] + t), d = LoadWeights8(w[3] + t);
+        for (int i = 0; i < MB; ++i) {
+            const Vec8 xv = Load8(x + i * k + t);
+            acc[i][0] += a * xv;
+            acc[i][1] += b * xv;
+            acc[i][2] += c * xv;
+            acc[i][3] += d * xv;
+        }
+    }
+    for (int i = 0; i < MB; ++i) {
+        for (int r = 0; r < 4; ++r) {
+            float s = Sum8(acc[i][r]);
+            for (int64_t u = t; u < k; ++u) s += WeightAt(w[r], u) * x[i * k + u];
+            out[i][r] = s;
         }
     }
 }
 
+template <int MB>
+inline void Put(const float s[MB][4], float* y, int64_t n, int64_t j, int64_t nj, bool accumulate) {
+    for (int i = 0; i < MB; ++i) {
+        float* yi = y + i * n + j;
+        for (int64_t u = 0; u < nj; ++u) yi[u] = accumulate ? yi[u] + s[i][u] : s[i][u];
+    }
+}
+
+template <typename W>
+void SmallMLinear(const float* x, const W* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < n; j += 4) {
+        const int64_t nj = std::min<int64_t>(4, n - j);
+        const W* rows[4];
+        for (int64_t r = 0; r < 4; ++r) rows[r] = w + (j + std::min(r, nj - 1)) * k;
+        int64_t i = 0;
+        for (; i + 2 <= m; i += 2) {
+            float s[2][4];
+            Dot4<2>(x + i * k, k, rows, s);
+            Put<2>(s, y + i * n, n, j, nj, accumulate);
+        }
+        if (i < m) {
+            float s[1][4];
+            Dot4<1>(x + i * k, k, rows, s);
+            Put<1>(s, y + i * n, n, j, nj, accumulate);
+        }
+    }
+}
+
+// bf16 weights without native bf16 arithmetic: widen a panel of weight rows
+// (about 1 MiB of f32, so it stays in L2 while sgemm reads it) and multiply
+// it in f32. The widening is exact and costs one pass over the panel, small
+// next to the 2*M flops per weight of a many-row product.
+void WidenedLinear(const float* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
+    const int64_t panel_rows = std::clamp<int64_t>((int64_t{1} << 18) / k / 16 * 16, 16, n);
+    static thread_local std::vector<float> panel;
+    panel.resize(static_cast<size_t>(panel_rows * k));
+    float* dst = panel.data();
+    for (int64_t n0 = 0; n0 < n; n0 += panel_rows) {
+        const int64_t rows = std::min(panel_rows, n - n0);
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) Bf16ToF32Row(w + (n0 + r) * k, dst + r * k, static_cast<size_t>(k));
+        dnnl_sgemm('N', 'T', m, rows, k, 1.0f, x, k, dst, k, accumulate ? 1.0f : 0.0f, y + n0, n);
+    }
+}
+
+// Native bf16: activations rounded to bf16, oneDNN's matmul (AVX-512 BF16 /
+// AMX kernels), f32 output, residual folded in with a sum post-op. oneDNN
+// caches the primitives by shape. False when oneDNN has no implementation
+// here (then the caller widens).
+bool OneDnnBf16Linear(const float* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k,
+                      bool accumulate) {
+    using dnnl::memory;
+    static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    static thread_local std::vector<uint16_t> xb;
+    xb.resize(static_cast<size_t>(m * k));
+    F32ToBf16Row(x, xb.data(), xb.size());
+    const memory::desc src({m, k}, memory::data_type::bf16, memory::dims{k, 1});
+    const memory::desc wei({k, n}, memory::data_type::bf16, memory::dims{1, k});   // W^T of [n, k] row-major
+    const memory::desc dst({m, n}, memory::data_type::f32, memory::dims{n, 1});
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+        dnnl::post_ops ops;
+        ops.append_sum(1.0f);
+        attr.set_post_ops(ops);
+    }
+    try {
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), attr, engine);
+        dnnl::stream stream(engine);
+        dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, memory(src, engine, xb.data())},
+                                          {DNNL_ARG_WEIGHTS, memory(wei, engine, const_cast<uint16_t*>(w))},
+                                          {DNNL_ARG_DST, memory(dst, engine, y)}});
+        stream.wait();
+    } catch (const dnnl::error&) {
+        return false;
+    }
+    return true;
+}
+
+enum class Bf16Path { kOneDnn, kWiden };
+
+// Chosen once; falls back to widening for good if oneDNN cannot run it.
+std::atomic<Bf16Path>& Bf16PathState() {
+    static std::atomic<Bf16Path> path{HasNativeBf16Gemm() ? Bf16Path::kOneDnn : Bf16Path::kWiden};
+    return path;
+}
+
 }  // namespace
 
-// dnnl_sgemm is row-major, uses oneDNN's JIT AVX-512 kernels and the shared
-// OpenMP pool; on this class of CPU it matches the best BLAS at large sizes
-// and is several times faster for the M=1 decode GEMV (docs/toolchain.md).
-void Linear(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
-    if (m < kSmallM) {
-        SmallMLinear(x, w, y, m, n, k, accumulate);
+// dnnl_sgemm is row-major, uses oneDNN's JIT kernels for the CPU and the
+// shared OpenMP pool (docs/toolchain.md).
+void Linear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
+    if (w.bf16 == nullptr) {
+        if (m <= kSmallM) {
+            SmallMLinear(x, w.f32, y, m, n, k, accumulate);
+        } else {
+            dnnl_sgemm('N', 'T', m, n, k, 1.0f, x, k, w.f32, k, accumulate ? 1.0f : 0.0f, y, n);
+        }
         return;
     }
-    dnnl_sgemm('N', 'T', m, n, k, 1.0f, x, k, w, k, accumulate ? 1.0f : 0.0f, y, n);
+    if (m <= kSmallM) {
+        SmallMLinear(x, w.bf16, y, m, n, k, accumulate);   // memory-bound: half the bytes of f32
+        return;
+    }
+    if (Bf16PathState().load() == Bf16Path::kOneDnn) {
+        if (OneDnnBf16Linear(x, w.bf16, y, m, n, k, accumulate)) return;
+        Bf16PathState().store(Bf16Path::kWiden);
+    }
+    WidenedLinear(x, w.bf16, y, m, n, k, accumulate);
 }
 
 void MatMul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
     dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+}
+
+// ISA values are nested bit masks (avx2_vnni = 0x407 is numerically above
+// avx512_core_bf16 = 0xe7 without containing it): test the bits.
+bool HasNativeBf16Gemm() {
+    const unsigned isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+const char* Bf16GemmPath() { return Bf16PathState().load() == Bf16Path::kOneDnn ? "onednn" : "widen"; }
+
+bool SetBf16GemmPath(const char* path) {
+    if (std::strcmp(path, "onednn") == 0) {
+        Bf16PathState().store(Bf16Path::kOneDnn);
+    } else if (std::strcmp(path, "widen") == 0) {
+        Bf16PathState().store(Bf16Path::kWiden);
+    } else {
+        return false;
+    }
+    return true;
 }
 
 }  // namespace prepack::cpu

@@ -1,16 +1,37 @@
-// GEMM for the CPU backend, through oneDNN.
+// GEMM for the CPU backend: oneDNN for the large products, register-blocked
+// kernels for the few-row products of decode.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/cpu/matrix.h"
+
 namespace prepack::cpu {
 
 // Y[M, N] = X[M, K] * W[N, K]^T (+ Y when accumulate): a linear layer applied
-// to M rows, with W stored [out_features, in_features] row-major as in GGUF.
-// accumulate = true folds a residual add into the GEMM.
-void Linear(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);
+// to M rows. accumulate = true folds a residual add into the GEMM. bf16
+// weights are used with f32 accumulation: through oneDNN's bf16 matmul where
+// the CPU has native bf16 (activations rounded to bf16 there), otherwise
+// widened to f32 a panel at a time (exact, so only storage is bf16).
+void Linear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);
+
+inline void Linear(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
+    Linear(x, Matrix{w, nullptr}, y, m, n, k, accumulate);
+}
 
 // C[M, N] = A[M, K] * B[K, N], all row-major (used to measure the GEMM peak).
 void MatMul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k);
+
+// Whether oneDNN has native bf16 GEMM kernels on this CPU (AVX-512 BF16 or
+// AMX). Without them bf16 weights are widened to f32 for the arithmetic.
+bool HasNativeBf16Gemm();
+
+// Which bf16 path Linear takes for many-row products: "onednn" (native bf16
+// matmul, the default where HasNativeBf16Gemm()) or "widen" (f32 panels +
+// sgemm). If oneDNN cannot create the matmul, Linear widens from then on.
+const char* Bf16GemmPath();
+// Forces a path ("onednn" or "widen"; false for anything else): tests run the
+// oneDNN path wherever oneDNN implements it.
+bool SetBf16GemmPath(const char* path);
 
 }  // namespace prepack::cpu

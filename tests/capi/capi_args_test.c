@@ -40,7 +40,16 @@ int main(void) {
     eo.policy = (prepack_policy)77;
     CHECK_INVALID(prepack_engine_create(&eo, &engine));
     CHECK(strstr(prepack_last_error(), "policy") != NULL);
+    eo.policy = PREPACK_POLICY_FCFS;
+    eo.dtype = (prepack_dtype)9;
+    CHECK_INVALID(prepack_engine_create(&eo, &engine));
+    CHECK(strstr(prepack_last_error(), "dtype") != NULL);
     CHECK(engine == NULL);
+    /* bf16 weights load and serve (their numbers are checked in bf16_test). */
+    eo.dtype = PREPACK_DTYPE_BF16;
+    CHECK_STATUS(prepack_engine_create(&eo, &engine), PREPACK_OK);
+    prepack_engine_destroy(engine);
+    engine = NULL;
 
     /* An older caller: options end before max_batch_tokens; the rest (garbage
     ** here) must be ignored and take defaults. */

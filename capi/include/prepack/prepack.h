@@ -85,7 +85,7 @@ extern "C" {
 #define PREPACK_VERSION_PATCH 0
 #define PREPACK_VERSION_STRING "0.1.0"
 /* Bumped whenever a struct gains a field or a function is added. */
-#define PREPACK_ABI_VERSION 3
+#define PREPACK_ABI_VERSION 4
 
 /* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
 ** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
@@ -136,6 +136,12 @@ typedef enum prepack_policy {
                                       streaming requests run as under FCFS */
 } prepack_policy;
 
+typedef enum prepack_dtype {
+    PREPACK_DTYPE_F32  = 0,    /* f32 weights */
+    PREPACK_DTYPE_BF16 = 1     /* bf16 weight matrices: half the memory and of decode's bytes per token;
+                                  bf16 arithmetic on CPUs with native bf16 GEMM (AVX-512 BF16, AMX) */
+} prepack_dtype;
+
 typedef struct prepack_engine_options {
     size_t         struct_size;       /* set by prepack_engine_options_init() */
     const char    *model;             /* GGUF path or "synthetic:NAME"; required */
@@ -146,6 +152,7 @@ typedef struct prepack_engine_options {
     int32_t        max_batch_tokens;  /* tokens per forward step; default 1024 */
     int32_t        max_running;       /* sequences decoding at once; default 64 */
     prepack_policy policy;            /* default FCFS */
+    prepack_dtype  dtype;             /* weight matrices; default F32 (ABI 4) */
 } prepack_engine_options;
 
 /* Fills *options with defaults (and struct_size). NULL is ignored. */

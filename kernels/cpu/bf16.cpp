@@ -1,0 +1,15 @@
+#include "kernels/cpu/bf16.h"
+
+namespace prepack::cpu {
+
+void F32ToBf16Row(const float* src, uint16_t* dst, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; ++i) dst[i] = F32ToBf16(src[i]);
+}
+
+void Bf16ToF32Row(const uint16_t* src, float* dst, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; ++i) dst[i] = Bf16ToF32(src[i]);
+}
+
+}  // namespace prepack::cpu
