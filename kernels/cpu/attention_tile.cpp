@@ -1,7 +1,6 @@
 #include "kernels/cpu/attention_tile.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -18,24 +17,11 @@ constexpr int kMaxChunk = 64;
 // block: 4, so a block holds 8 accumulators and each K^T load feeds 4 rows.
 constexpr int kCols = 16;
 constexpr int kRowBlock = 4;
+// Up to this many rows, scores are dot products with the K rows as they lie
+// (a transpose pays off only when its K^T feeds several row blocks).
+constexpr int kDotRows = 4;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// exp(x) for the x <= 0 of an online softmax (a score minus the running
-// max), in plain arithmetic the compiler vectorises: 2^(x log2 e) = 2^k 2^f
-// with k an integer and |f| <= 1/2, e^(f ln 2) by its degree-6 Taylor
-// polynomial (relative error below 2e-7). Underflow (and -inf, a masked
-// key) gives exactly 0.
-inline float ExpNonPositive(float x) {
-    const float t = x * 1.44269504f;
-    const float k = std::floor(t + 0.5f);
-    const float r = (t - k) * 0.693147181f;
-    const float p =
-        1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
-    const int32_t e = static_cast<int32_t>(std::max(k, -126.0f)) + 127;
-    const float scale = std::bit_cast<float>(e << 23);
-    return x < -87.0f ? 0.0f : p * scale;
-}
 
 // s[RB][n_cols] = q[RB][hd] . kt[hd][n_cols], 16 columns at a time: 2 x RB
 // accumulators live in registers for the whole head dimension and each K^T
@@ -159,11 +145,32 @@ void AttentionTile::Write(int r, float* out) const {
 }
 
 void AttentionTile::TransposeKeys(const float* k_rows, int32_t stride, int n_keys) {
+    // Key rows are read whole (contiguous, what the prefetcher follows);
+    // the scattered writes land in kt_, which sits in L1.
+    for (int j = 0; j < n_keys; ++j) {
+        const float* src = k_rows + static_cast<size_t>(j) * stride;
+        float* dst = kt_.data() + j;
+        for (int d = 0; d < hd_; ++d) dst[static_cast<size_t>(d) * ld_] = src[d];
+    }
     const int n_cols = (n_keys + kCols - 1) / kCols * kCols;
     for (int d = 0; d < hd_; ++d) {
         float* dst = kt_.data() + static_cast<size_t>(d) * ld_;
-        for (int j = 0; j < n_keys; ++j) dst[j] = k_rows[static_cast<size_t>(j) * stride + d];
         for (int j = n_keys; j < n_cols; ++j) dst[j] = 0.0f;   // pad columns: finite, masked below
+    }
+}
+
+// Few rows (decode: one query, its GQA group): transposing K would cost more
+// than the scores, so each key row is dotted with each query directly.
+void AttentionTile::ScoreByDots(int r_begin, const float* k_rows, int32_t stride, int n_keys) {
+    const int hd = hd_;
+    for (int j = 0; j < n_keys; ++j) {
+        const float* kr = k_rows + static_cast<size_t>(j) * stride;
+        for (int r = r_begin; r < rows_; ++r) {
+            const float* q = q_.data() + static_cast<size_t>(r) * hd;
+            Vec8 acc = {};
+            for (int d = 0; d < hd; d += 8) acc += Load8(q + d) * Load8(kr + d);
+            scores_[static_cast<size_t>(r) * ld_ + j] = Sum8(acc);
+        }
     }
 }
 
@@ -253,14 +260,18 @@ void AttentionTile::Attend(const AttentionSpan& span, const PagedKv& kv, int32_t
             v_rows = vz_.data();
             v_stride = hd_;
         }
-        TransposeKeys(kv.k + off, kv.kv_dim, n_keys);
-        const int n_cols = (n_keys + kCols - 1) / kCols * kCols;
-        const int hd = hd_, ld = ld_;
-        ForRowBlocks(r_begin, rows_, [&](auto rb, int r) {
-            constexpr int RB = decltype(rb)::value;
-            ScoreRows<RB>(q_.data() + static_cast<size_t>(r) * hd, hd, kt_.data(), ld, n_cols,
-                          scores_.data() + static_cast<size_t>(r) * ld);
-        });
+        if (rows_ - r_begin <= kDotRows && hd_ % 8 == 0) {
+            ScoreByDots(r_begin, kv.k + off, kv.kv_dim, n_keys);
+        } else {
+            TransposeKeys(kv.k + off, kv.kv_dim, n_keys);
+            const int n_cols = (n_keys + kCols - 1) / kCols * kCols;
+            const int hd = hd_, ld = ld_;
+            ForRowBlocks(r_begin, rows_, [&](auto rb, int r) {
+                constexpr int RB = decltype(rb)::value;
+                ScoreRows<RB>(q_.data() + static_cast<size_t>(r) * hd, hd, kt_.data(), ld, n_cols,
+                              scores_.data() + static_cast<size_t>(r) * ld);
+            });
+        }
         MaskAndSoftmax(r_begin, c0, n_keys, span);
         AccumulateV(r_begin, v_rows, v_stride, n_keys);
         c0 += n_keys;

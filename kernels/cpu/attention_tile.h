@@ -45,6 +45,7 @@ public:
 
 private:
     void TransposeKeys(const float* k_rows, int32_t stride, int n_keys);
+    void ScoreByDots(int r_begin, const float* k_rows, int32_t stride, int n_keys);
     void MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const AttentionSpan& span);
     void AccumulateV(int r_begin, const float* v_rows, int32_t stride, int n_keys);
 

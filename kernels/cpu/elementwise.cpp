@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/bf16.h"
+#include "kernels/cpu/simd.h"
 
 namespace prepack::cpu {
 
@@ -67,8 +68,14 @@ void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
         const float* g = gu + r * 2 * hidden;
         const float* u = g + hidden;
         float* o = out + r * hidden;
+        // silu(g) = g sigmoid(g), with sigmoid from t = e^-|g| <= 1 so no
+        // exponential can overflow: 1/(1+t) for g >= 0, t/(1+t) below.
 #pragma omp simd
-        for (int64_t i = 0; i < hidden; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+        for (int64_t i = 0; i < hidden; ++i) {
+            const float t = ExpNonPositive(-std::fabs(g[i]));
+            const float sigmoid = (g[i] >= 0.0f ? 1.0f : t) / (1.0f + t);
+            o[i] = g[i] * sigmoid * u[i];
+        }
     }
 }
 

@@ -1,0 +1,58 @@
+// Row-wise kernels against their textbook formulas in double precision,
+// including arguments where a careless formula overflows.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/simd.h"
+
+namespace prepack::cpu {
+namespace {
+
+TEST(Elementwise, SwiGluMatchesFormulaEverywhere) {
+    std::vector<float> gates;
+    for (float g = -120.0f; g <= 120.0f; g += 0.37f) gates.push_back(g);
+    for (float g : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.0f, -88.0f, 1e4f, -1e4f}) gates.push_back(g);
+    const int64_t hidden = static_cast<int64_t>(gates.size());
+    std::vector<float> gu(2 * hidden), out(hidden);
+    for (int64_t i = 0; i < hidden; ++i) {
+        gu[i] = gates[i];
+        gu[hidden + i] = 0.5f + 0.001f * static_cast<float>(i);
+    }
+    SwiGlu(gu.data(), out.data(), 1, hidden);
+    for (int64_t i = 0; i < hidden; ++i) {
+        const double g = gates[i];
+        const double want = g / (1.0 + std::exp(-g)) * gu[hidden + i];
+        ASSERT_TRUE(std::isfinite(out[i])) << "g " << g;
+        ASSERT_NEAR(out[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "g " << g;
+    }
+}
+
+TEST(Elementwise, ExpNonPositiveIsAccurateAndUnderflowsToZero) {
+    for (float x = -90.0f; x <= 0.0f; x += 0.013f) {
+        const double want = std::exp(double(x));
+        ASSERT_NEAR(ExpNonPositive(x), want, 3e-7 * want + 2e-38) << x;   // below -87: 0
+    }
+    EXPECT_EQ(ExpNonPositive(-INFINITY), 0.0f);
+    EXPECT_EQ(ExpNonPositive(0.0f), 1.0f);
+}
+
+TEST(Elementwise, GatherWidensBf16Rows) {
+    const int64_t dim = 19;
+    std::vector<uint16_t> table(5 * dim);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = F32ToBf16(0.25f * static_cast<float>(i) - 7.0f);
+    const int32_t ids[] = {4, 0, 4, 2};
+    std::vector<float> out(4 * dim);
+    Gather(Matrix{nullptr, table.data()}, ids, out.data(), 4, dim);
+    for (int r = 0; r < 4; ++r) {
+        for (int64_t i = 0; i < dim; ++i) {
+            ASSERT_EQ(out[r * dim + i], 0.25f * static_cast<float>(ids[r] * dim + i) - 7.0f);   // exact in bf16
+        }
+    }
+}
+
+}  // namespace
+}  // namespace prepack::cpu
