@@ -1,6 +1,7 @@
 // The binding layer over the C ABI; see prepack_binding.h for the contract.
 #include "prepack_binding.h"
 
+#include <cstring>
 #include <memory>
 #include <new>
 #include <utility>
@@ -8,6 +9,15 @@
 namespace prepack {
 namespace binding {
 namespace {
+
+// Stores a caller's integer in a C enum field as the C ABI sees it (an int):
+// a value outside the enum (the library rejects it by name) must not pass
+// through a C++ enum conversion, which is undefined for such values.
+template <typename E>
+void SetRawEnum(E* field, int32_t value) {
+    static_assert(sizeof(E) == sizeof(int32_t), "C enums are int-sized on our platforms");
+    std::memcpy(field, &value, sizeof value);
+}
 
 // Throws the calling thread's last C error when `st` is not OK.
 void Check(prepack_status st) {
@@ -109,7 +119,11 @@ void Status::Set(int code, std::string message) {
 
 std::string Version() { return prepack_version(); }
 
-std::string StatusName(int code) { return prepack_status_str(static_cast<prepack_status>(code)); }
+std::string StatusName(int code) {
+    prepack_status status;
+    SetRawEnum(&status, code);
+    return prepack_status_str(status);
+}
 
 EngineOptions::EngineOptions() {
     prepack_engine_options o;
@@ -121,6 +135,7 @@ EngineOptions::EngineOptions() {
     max_batch_tokens = o.max_batch_tokens;
     max_running = o.max_running;
     policy = o.policy;
+    dtype = o.dtype;
 }
 
 Request::Request() {
@@ -231,13 +246,14 @@ Engine* Engine::Open(const EngineOptions& options, Status* status) {
         prepack_engine_options o;
         prepack_engine_options_init(&o);
         o.model = options.model.c_str();
-        o.device = static_cast<prepack_device>(options.device);
+        SetRawEnum(&o.device, options.device);
         o.threads = options.threads;
         o.kv_budget_bytes = static_cast<uint64_t>(options.kv_budget_bytes);
         o.kv_block_size = options.kv_block_size;
         o.max_batch_tokens = options.max_batch_tokens;
         o.max_running = options.max_running;
-        o.policy = static_cast<prepack_policy>(options.policy);
+        SetRawEnum(&o.policy, options.policy);
+        SetRawEnum(&o.dtype, options.dtype);
         prepack_engine* e = nullptr;
         Check(prepack_engine_create(&o, &e));
         std::unique_ptr<prepack_engine, void (*)(prepack_engine*)> owned(e, prepack_engine_destroy);

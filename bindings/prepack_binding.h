@@ -76,6 +76,7 @@ struct EngineOptions {
     int32_t     max_batch_tokens;
     int32_t     max_running;
     int32_t     policy;            // prepack_policy
+    int32_t     dtype;             // prepack_dtype: how weight matrices are stored
 };
 
 // One generation request. Defaults are prepack_request_init's.

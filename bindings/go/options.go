@@ -11,6 +11,14 @@ const (
 	BatchLLM Policy = 2 // GenerateBatch groups prompts by a global prefix tree
 )
 
+// DType is how an engine stores its weight matrices.
+type DType int
+
+const (
+	F32  DType = 0 // f32 weights
+	BF16 DType = 1 // bf16 weight matrices: half the memory and of the bytes read per decoded token
+)
+
 // Device is where the engine computes.
 type Device int
 
@@ -30,6 +38,7 @@ type Options struct {
 	MaxBatchTokens int    // tokens per forward step; 0 = 1024
 	MaxRunning     int    // sequences decoding at once; 0 = 64
 	Policy         Policy // 0 = FCFS
+	DType          DType  // 0 = F32
 }
 
 // toNative returns a native copy; the caller deletes it.
@@ -38,6 +47,7 @@ func (o *Options) toNative() native.EngineOptions {
 	n.SetModel(o.Model)
 	n.SetDevice(int(o.Device))
 	n.SetPolicy(int(o.Policy))
+	n.SetDtype(int(o.DType))
 	// Zero keeps the native default; anything else, even invalid, goes to
 	// the library, which checks it.
 	if o.Threads != 0 {

@@ -273,6 +273,22 @@ func TestInvalidArgumentsAreErrorsWithTheMessage(t *testing.T) {
 	}
 }
 
+func TestBF16WeightsGenerateAndABadDTypeIsAnError(t *testing.T) {
+	e, err := prepack.Open(prepack.Options{Model: "synthetic:tiny", Threads: 1, DType: prepack.BF16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r, err := e.Complete(context.Background(), prepack.Request{Prompt: "Once upon a time", MaxTokens: 4, IgnoreEOS: true})
+	if err != nil || len(r.Tokens) != 4 || r.FinishReason != prepack.FinishLength {
+		t.Fatalf("bf16: err %v, tokens %v, finish %v", err, r.Tokens, r.FinishReason)
+	}
+	_, err = prepack.Open(prepack.Options{Model: "synthetic:tiny", Threads: 1, DType: 9})
+	if prepack.CodeOf(err) != prepack.InvalidArgument || !strings.Contains(err.Error(), "dtype") {
+		t.Errorf("dtype 9: %v", err)
+	}
+}
+
 func TestClosingTwiceIsHarmlessAndAClosedEngineIsAnError(t *testing.T) {
 	e, err := prepack.Open(options())
 	if err != nil {

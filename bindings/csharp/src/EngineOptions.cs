@@ -21,6 +21,8 @@ namespace Prepack
         /// <summary>Sequences decoding at once (default 64).</summary>
         public int? MaxRunning { get; set; }
         public Policy? Policy { get; set; }
+        /// <summary>How weight matrices are stored (default F32).</summary>
+        public DType? DType { get; set; }
 
         /// <summary>A native copy; the caller disposes it.</summary>
         internal Native.EngineOptions ToNative()
@@ -33,6 +35,7 @@ namespace Prepack
             if (MaxBatchTokens.HasValue) n.MaxBatchTokens = MaxBatchTokens.Value;
             if (MaxRunning.HasValue) n.MaxRunning = MaxRunning.Value;
             if (Policy.HasValue) n.Policy = (int)Policy.Value;
+            if (DType.HasValue) n.Dtype = (int)DType.Value;
             return n;
         }
     }

@@ -231,6 +231,22 @@ namespace Prepack.Tests
         }
 
         [Test]
+        public void Bf16WeightsGenerateAndABadDTypeThrows()
+        {
+            using (Engine e = Engine.Open(new EngineOptions("synthetic:tiny") { Threads = 1, DType = DType.Bf16 }))
+            {
+                Result r = e.GenerateResult(new Request("Once upon a time") { MaxTokens = 4, Temperature = 0f, IgnoreEos = true });
+                Assert.AreEqual(4, r.Tokens.Length);
+                Assert.AreEqual(FinishReason.Length, r.FinishReason);
+            }
+
+            // A C# enum holds any int, so a value outside prepack_dtype reaches the library.
+            var ex = Assert.Throws<PrepackException>(() => Engine.Open(new EngineOptions("synthetic:tiny") { Threads = 1, DType = (DType)9 }));
+            Assert.AreEqual(StatusCode.InvalidArgument, ex.Status);
+            StringAssert.Contains("dtype", ex.Message);
+        }
+
+        [Test]
         public void DisposingTwiceIsHarmlessAndADisposedEngineIsAnError()
         {
             Engine e = Engine.Open(Options());

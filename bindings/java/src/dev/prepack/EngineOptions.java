@@ -13,6 +13,7 @@ public final class EngineOptions {
     private Integer maxBatchTokens;
     private Integer maxRunning;
     private Policy policy;
+    private DType dtype;
 
     /** @param model a GGUF file path or "synthetic:NAME" */
     public EngineOptions(String model) {
@@ -55,6 +56,12 @@ public final class EngineOptions {
         return this;
     }
 
+    /** How weight matrices are stored (default F32). */
+    public EngineOptions dtype(DType d) {
+        dtype = d;
+        return this;
+    }
+
     /** A native copy; the caller deletes it. */
     dev.prepack.swig.EngineOptions toNative() {
         dev.prepack.swig.EngineOptions n = new dev.prepack.swig.EngineOptions();
@@ -65,6 +72,7 @@ public final class EngineOptions {
         if (maxBatchTokens != null) n.setMaxBatchTokens(maxBatchTokens);
         if (maxRunning != null) n.setMaxRunning(maxRunning);
         if (policy != null) n.setPolicy(policy.ordinal());
+        if (dtype != null) n.setDtype(dtype.ordinal());
         return n;
     }
 }

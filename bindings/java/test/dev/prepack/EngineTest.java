@@ -213,6 +213,16 @@ class EngineTest {
     }
 
     @Test
+    void bf16WeightsGenerate() {
+        // The enum admits no invalid dtype, so only the valid one can be passed here.
+        try (Engine e = Engine.open(new EngineOptions("synthetic:tiny").threads(1).dtype(DType.BF16))) {
+            Result r = e.generate(new Request("Once upon a time").maxTokens(4).temperature(0f).ignoreEos(true));
+            assertEquals(4, r.tokens().length);
+            assertEquals(FinishReason.LENGTH, r.finishReason());
+        }
+    }
+
+    @Test
     void closingTwiceIsHarmlessAndAClosedEngineIsAnError() {
         Engine e = Engine.open(options());
         Stream s = e.start(greedy(cases.get(0)));
