@@ -46,8 +46,16 @@ inline float WeightAt(const W* p, int64_t i) {
 template <int MB, typename W>
 void Dot4(const float* x, int64_t k, const W* const w[4], float out[MB][4]) {
     Vec8 acc[MB][4] = {};
+    // Each weight row is short (a few KiB) and the next blocks' rows follow
+    // in memory; the hardware prefetcher, retraining on every short stream,
+    // left bf16 decode 30% slower: fetch the rows two blocks on (8 rows)
+    // while this block is summed.
+    const int64_t ahead = 8 * k;
     int64_t t = 0;
     for (; t + 8 <= k; t += 8) {
+        if (t % (64 / sizeof(W)) == 0) {
+            for (int r = 0; r < 4; ++r) __builtin_prefetch(w[r] + ahead + t);
+        }
         const Vec8 a = LoadWeights8(w[0] + t), b = LoadWeights8(w[1] + t);
         const Vec8 c = LoadWeights8(w[2] + t), d = LoadWeights8(w[3] + t);
         for (int i = 0; i < MB; ++i) {
