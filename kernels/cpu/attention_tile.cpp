@@ -174,6 +174,16 @@ void AttentionTile::ScoreByDots(int r_begin, const float* k_rows, int32_t stride
     }
 }
 
+void AttentionTile::PrefetchKeys(const PagedKv& kv, size_t off, int n_keys) const {
+    for (int j = 0; j < n_keys; ++j) {
+        const size_t row = off + static_cast<size_t>(j) * kv.kv_dim;
+        for (int d = 0; d < hd_; d += 16) {   // one cache line of floats at a time
+            __builtin_prefetch(kv.k + row + d);
+            __builtin_prefetch(kv.v + row + d);
+        }
+    }
+}
+
 // Row r sees keys c0 .. horizon[r] of the chunk, minus those a LazyLLM layer
 // lacks; the rest get weight 0. Then the online-softmax step: new running
 // max, rescale of what was accumulated, weights exp(s - max).
@@ -235,14 +245,25 @@ void AttentionTile::Attend(const AttentionSpan& span, const PagedKv& kv, int32_t
     corr_.resize(rows_);
     const int bs = kv.block_size;
     int r_begin = 0;
+    // Where a chunk's K/V head slices start (chunks never cross a block).
+    auto chunk_offset = [&](int64_t c0) {
+        return (static_cast<size_t>(span.blocks[c0 / bs]) * bs + static_cast<size_t>(c0 % bs)) * kv.kv_dim +
+               static_cast<size_t>(kv_head) * hd_;
+    };
     for (int64_t c0 = first_key; c0 <= last_key;) {
         // Rows whose horizon ends before this chunk are done (horizons ascend).
         while (r_begin < rows_ && horizon_[r_begin] < c0) ++r_begin;
         if (r_begin == rows_) break;
         const int slot = static_cast<int>(c0 % bs);
         const int n_keys = static_cast<int>(std::min<int64_t>({bs - slot, ld_, last_key - c0 + 1}));
-        const size_t off = (static_cast<size_t>(span.blocks[c0 / bs]) * bs + slot) * kv.kv_dim +
-                           static_cast<size_t>(kv_head) * hd_;
+        const size_t off = chunk_offset(c0);
+        // The next chunk sits in another block, somewhere else in the pool:
+        // no hardware prefetcher can guess it, so ask for its K/V head slices
+        // now (decode attention is a stream of such jumps).
+        if (const int64_t next = c0 + n_keys; next <= last_key) {
+            const int next_keys = static_cast<int>(std::min<int64_t>({bs - next % bs, ld_, last_key - next + 1}));
+            PrefetchKeys(kv, chunk_offset(next), next_keys);
+        }
         const float* v_rows = kv.v + off;
         int32_t v_stride = kv.kv_dim;
         if (span.key_depth != nullptr) {

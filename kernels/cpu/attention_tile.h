@@ -12,6 +12,7 @@
 // queries, continued per member over its own keys.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -46,6 +47,7 @@ public:
 private:
     void TransposeKeys(const float* k_rows, int32_t stride, int n_keys);
     void ScoreByDots(int r_begin, const float* k_rows, int32_t stride, int n_keys);
+    void PrefetchKeys(const PagedKv& kv, size_t off, int n_keys) const;
     void MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const AttentionSpan& span);
     void AccumulateV(int r_begin, const float* v_rows, int32_t stride, int n_keys);
 

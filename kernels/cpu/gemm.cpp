@@ -83,23 +83,50 @@ inline void Put(const float s[MB][4], float* y, int64_t n, int64_t j, int64_t nj
     }
 }
 
+// Every x row against one block of (up to) 4 weight rows, two x rows at a time.
+template <typename W>
+void BlockRows(const float* x, const W* const rows[4], float* y, int64_t m, int64_t n, int64_t j, int64_t nj,
+               int64_t k, bool accumulate) {
+    int64_t i = 0;
+    for (; i + 2 <= m; i += 2) {
+        float s[2][4];
+        Dot4<2>(x + i * k, k, rows, s);
+        Put<2>(s, y + i * n, n, j, nj, accumulate);
+    }
+    if (i < m) {
+        float s[1][4];
+        Dot4<1>(x + i * k, k, rows, s);
+        Put<1>(s, y + i * n, n, j, nj, accumulate);
+    }
+}
+
 template <typename W>
 void SmallMLinear(const float* x, const W* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
-#pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < n; j += 4) {
-        const int64_t nj = std::min<int64_t>(4, n - j);
-        const W* rows[4];
-        for (int64_t r = 0; r < 4; ++r) rows[r] = w + (j + std::min(r, nj - 1)) * k;
-        int64_t i = 0;
-        for (; i + 2 <= m; i += 2) {
-            float s[2][4];
-            Dot4<2>(x + i * k, k, rows, s);
-            Put<2>(s, y + i * n, n, j, nj, accumulate);
-        }
-        if (i < m) {
-            float s[1][4];
-            Dot4<1>(x + i * k, k, rows, s);
-            Put<1>(s, y + i * n, n, j, nj, accumulate);
+#pragma omp parallel
+    {
+        // bf16 with more than one pair of x rows: widen the block once
+        // instead of once per pair (the widening, not memory, bounded
+        // batched decode there).
+        static thread_local std::vector<float> widened;
+        const bool widen = !std::is_same_v<W, float> && m > 2;
+        if (widen) widened.resize(static_cast<size_t>(4 * k));
+#pragma omp for schedule(static)
+        for (int64_t j = 0; j < n; j += 4) {
+            const int64_t nj = std::min<int64_t>(4, n - j);
+            const W* rows[4];
+            for (int64_t r = 0; r < 4; ++r) rows[r] = w + (j + std::min(r, nj - 1)) * k;
+            if constexpr (!std::is_same_v<W, float>) {
+                if (widen) {
+                    const float* f[4];
+                    for (int r = 0; r < 4; ++r) {
+                        f[r] = widened.data() + r * k;
+                        Bf16ToF32Row(rows[r], widened.data() + r * k, static_cast<size_t>(k));
+                    }
+                    BlockRows<float>(x, f, y, m, n, j, nj, k, accumulate);
+                    continue;
+                }
+            }
+            BlockRows<W>(x, rows, y, m, n, j, nj, k, accumulate);
         }
     }
 }
