@@ -127,20 +127,8 @@ TEST(Bf16Linear, OneDnnBf16Path) {
     for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(p.y[i], want[i], 0.05) << i;
 }
 
-ModelConfig SmallGqaConfig() {
-    ModelConfig c;
-    c.name = "bf16-test";
-    c.dim = 64;
-    c.n_heads = 8;
-    c.n_kv_heads = 2;
-    c.head_dim = 8;
-    c.rope_dim = 8;
-    c.n_layers = 3;
-    c.hidden_dim = 160;
-    c.vocab_size = 300;
-    c.max_context = 256;
-    return c;
-}
+// GQA with 4 query heads per KV head, head_dim 8.
+ModelConfig SmallGqaConfig() { return testing::SmallConfig(64, 8, 2, 3, 160, 300); }
 
 // Logits of a 40-token prompt through the optimised forward pass.
 std::vector<float> PrefillLogits(const Model& model, const std::vector<int32_t>& ids) {

@@ -15,23 +15,9 @@ namespace prepack {
 namespace {
 
 using testing::MaxRelDiff;
+using testing::SmallConfig;
 
 constexpr double kTol = 2e-4;
-
-ModelConfig SmallConfig(int dim, int heads, int kv_heads, int layers, int hidden, int vocab, int rope_dim = 0) {
-    ModelConfig c;
-    c.name = "test";
-    c.dim = dim;
-    c.n_heads = heads;
-    c.n_kv_heads = kv_heads;
-    c.head_dim = dim / heads;
-    c.rope_dim = rope_dim ? rope_dim : c.head_dim;
-    c.n_layers = layers;
-    c.hidden_dim = hidden;
-    c.vocab_size = vocab;
-    c.max_context = 512;
-    return c;
-}
 
 struct Shape {
     const char* name;

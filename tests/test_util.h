@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/model_config.h"
+
 namespace prepack::testing {
 
 inline std::string ModelsDir() { return PREPACK_MODELS_DIR; }
@@ -37,6 +39,23 @@ inline std::string ReadFile(const std::string& path) {
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
+}
+
+// A small llama-shaped config for random-weight models (head_dim = dim /
+// heads; rope over the whole head unless rope_dim is given).
+inline ModelConfig SmallConfig(int dim, int heads, int kv_heads, int layers, int hidden, int vocab, int rope_dim = 0) {
+    ModelConfig c;
+    c.name = "test";
+    c.dim = dim;
+    c.n_heads = heads;
+    c.n_kv_heads = kv_heads;
+    c.head_dim = dim / heads;
+    c.rope_dim = rope_dim ? rope_dim : c.head_dim;
+    c.n_layers = layers;
+    c.hidden_dim = hidden;
+    c.vocab_size = vocab;
+    c.max_context = 512;
+    return c;
 }
 
 // Largest |a - b| relative to max(1, |b|) over two equally long rows.
