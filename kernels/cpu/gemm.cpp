@@ -1,13 +1,13 @@
 #include "kernels/cpu/gemm.h"
 
-#include <oneapi/dnnl/dnnl.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <type_traits>
 #include <vector>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/simd.h"
