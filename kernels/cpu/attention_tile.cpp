@@ -23,6 +23,9 @@ constexpr int kDotRows = 4;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// Score columns a chunk of n keys occupies: whole register blocks.
+constexpr int PaddedCols(int n) { return (n + kCols - 1) / kCols * kCols; }
+
 // s[RB][n_cols] = q[RB][hd] . kt[hd][n_cols], 16 columns at a time: 2 x RB
 // accumulators live in registers for the whole head dimension and each K^T
 // load feeds RB rows.
@@ -108,9 +111,8 @@ void ForRowBlocks(int r_begin, int rows, Kernel&& kernel) {
 
 void AttentionTile::Reset(int head_dim, int max_chunk) {
     hd_ = head_dim;
-    const int chunk = std::min(max_chunk, kMaxChunk);
-    ld_ = (chunk + kCols - 1) / kCols * kCols;
-    rows_ = 0;
+    scale_ = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    ld_ = PaddedCols(std::min(max_chunk, kMaxChunk));
     q_.clear();
     horizon_.clear();
     m_.clear();
@@ -120,13 +122,11 @@ void AttentionTile::Reset(int head_dim, int max_chunk) {
 }
 
 void AttentionTile::AddRow(const float* q, int64_t horizon) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
-    for (int i = 0; i < hd_; ++i) q_.push_back(q[i] * scale);
+    for (int i = 0; i < hd_; ++i) q_.push_back(q[i] * scale_);
     horizon_.push_back(horizon);
     m_.push_back(kNegInf);
     l_.push_back(0.0f);
     acc_.resize(acc_.size() + hd_, 0.0f);
-    ++rows_;
 }
 
 void AttentionTile::CopyState(const AttentionTile& other, int from, int to) {
@@ -152,7 +152,7 @@ void AttentionTile::TransposeKeys(const float* k_rows, int32_t stride, int n_key
         float* dst = kt_.data() + j;
         for (int d = 0; d < hd_; ++d) dst[static_cast<size_t>(d) * ld_] = src[d];
     }
-    const int n_cols = (n_keys + kCols - 1) / kCols * kCols;
+    const int n_cols = PaddedCols(n_keys);
     for (int d = 0; d < hd_; ++d) {
         float* dst = kt_.data() + static_cast<size_t>(d) * ld_;
         for (int j = n_keys; j < n_cols; ++j) dst[j] = 0.0f;   // pad columns: finite, masked below
@@ -165,7 +165,7 @@ void AttentionTile::ScoreByDots(int r_begin, const float* k_rows, int32_t stride
     const int hd = hd_;
     for (int j = 0; j < n_keys; ++j) {
         const float* kr = k_rows + static_cast<size_t>(j) * stride;
-        for (int r = r_begin; r < rows_; ++r) {
+        for (int r = r_begin; r < rows(); ++r) {
             const float* q = q_.data() + static_cast<size_t>(r) * hd;
             Vec8 acc = {};
             for (int d = 0; d < hd; d += 8) acc += Load8(q + d) * Load8(kr + d);
@@ -188,7 +188,7 @@ void AttentionTile::PrefetchKeys(const PagedKv& kv, size_t off, int n_keys) cons
 // lacks; the rest get weight 0. Then the online-softmax step: new running
 // max, rescale of what was accumulated, weights exp(s - max).
 void AttentionTile::MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const AttentionSpan& span) {
-    for (int r = r_begin; r < rows_; ++r) {
+    for (int r = r_begin; r < rows(); ++r) {
         float* s = scores_.data() + static_cast<size_t>(r) * ld_;
         const int limit = static_cast<int>(std::min<int64_t>(n_keys, horizon_[r] - c0 + 1));
         if (span.key_depth != nullptr) {
@@ -224,10 +224,10 @@ void AttentionTile::AccumulateV(int r_begin, const float* v_rows, int32_t stride
     float* acc = acc_.data() + static_cast<size_t>(r_begin) * hd;
     const float* corr = corr_.data() + r_begin;
     if (hd % 8 != 0) {
-        AccumulateRowsScalar(rows_ - r_begin, p, ld, n_keys, v_rows, stride, hd, corr, acc);
+        AccumulateRowsScalar(rows() - r_begin, p, ld, n_keys, v_rows, stride, hd, corr, acc);
         return;
     }
-    ForRowBlocks(0, rows_ - r_begin, [&](auto rb, int r) {
+    ForRowBlocks(0, rows() - r_begin, [&](auto rb, int r) {
         constexpr int RB = decltype(rb)::value;
         const float* pr = p + static_cast<size_t>(r) * ld;
         float* ar = acc + static_cast<size_t>(r) * hd;
@@ -241,29 +241,30 @@ void AttentionTile::AccumulateV(int r_begin, const float* v_rows, int32_t stride
 
 void AttentionTile::Attend(const AttentionSpan& span, const PagedKv& kv, int32_t kv_head, int64_t first_key,
                            int64_t last_key) {
-    scores_.resize(static_cast<size_t>(rows_) * ld_);
-    corr_.resize(rows_);
+    const int rows = this->rows();
+    scores_.resize(static_cast<size_t>(rows) * ld_);
+    corr_.resize(rows);
     const int bs = kv.block_size;
     int r_begin = 0;
-    // Where a chunk's K/V head slices start (chunks never cross a block).
+    // The chunk starting at key c0: its length (never across a block, never
+    // past last_key) and where its K/V head slices start.
+    auto chunk_keys = [&](int64_t c0) {
+        return static_cast<int>(std::min<int64_t>({bs - c0 % bs, ld_, last_key - c0 + 1}));
+    };
     auto chunk_offset = [&](int64_t c0) {
         return (static_cast<size_t>(span.blocks[c0 / bs]) * bs + static_cast<size_t>(c0 % bs)) * kv.kv_dim +
                static_cast<size_t>(kv_head) * hd_;
     };
     for (int64_t c0 = first_key; c0 <= last_key;) {
         // Rows whose horizon ends before this chunk are done (horizons ascend).
-        while (r_begin < rows_ && horizon_[r_begin] < c0) ++r_begin;
-        if (r_begin == rows_) break;
-        const int slot = static_cast<int>(c0 % bs);
-        const int n_keys = static_cast<int>(std::min<int64_t>({bs - slot, ld_, last_key - c0 + 1}));
+        while (r_begin < rows && horizon_[r_begin] < c0) ++r_begin;
+        if (r_begin == rows) break;
+        const int n_keys = chunk_keys(c0);
         const size_t off = chunk_offset(c0);
         // The next chunk sits in another block, somewhere else in the pool:
         // no hardware prefetcher can guess it, so ask for its K/V head slices
         // now (decode attention is a stream of such jumps).
-        if (const int64_t next = c0 + n_keys; next <= last_key) {
-            const int next_keys = static_cast<int>(std::min<int64_t>({bs - next % bs, ld_, last_key - next + 1}));
-            PrefetchKeys(kv, chunk_offset(next), next_keys);
-        }
+        if (const int64_t next = c0 + n_keys; next <= last_key) PrefetchKeys(kv, chunk_offset(next), chunk_keys(next));
         const float* v_rows = kv.v + off;
         int32_t v_stride = kv.kv_dim;
         if (span.key_depth != nullptr) {
@@ -281,13 +282,13 @@ void AttentionTile::Attend(const AttentionSpan& span, const PagedKv& kv, int32_t
             v_rows = vz_.data();
             v_stride = hd_;
         }
-        if (rows_ - r_begin <= kDotRows && hd_ % 8 == 0) {
+        if (rows - r_begin <= kDotRows && hd_ % 8 == 0) {
             ScoreByDots(r_begin, kv.k + off, kv.kv_dim, n_keys);
         } else {
             TransposeKeys(kv.k + off, kv.kv_dim, n_keys);
-            const int n_cols = (n_keys + kCols - 1) / kCols * kCols;
+            const int n_cols = PaddedCols(n_keys);
             const int hd = hd_, ld = ld_;
-            ForRowBlocks(r_begin, rows_, [&](auto rb, int r) {
+            ForRowBlocks(r_begin, rows, [&](auto rb, int r) {
                 constexpr int RB = decltype(rb)::value;
                 ScoreRows<RB>(q_.data() + static_cast<size_t>(r) * hd, hd, kt_.data(), ld, n_cols,
                               scores_.data() + static_cast<size_t>(r) * ld);

@@ -42,7 +42,7 @@ public:
     // into row `to` of this tile: a cascade member resumes from its prefix.
     void CopyState(const AttentionTile& other, int from, int to);
 
-    int rows() const { return rows_; }
+    int rows() const { return static_cast<int>(horizon_.size()); }
 
 private:
     void TransposeKeys(const float* k_rows, int32_t stride, int n_keys);
@@ -51,9 +51,9 @@ private:
     void MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const AttentionSpan& span);
     void AccumulateV(int r_begin, const float* v_rows, int32_t stride, int n_keys);
 
-    int hd_ = 0;
-    int ld_ = 0;       // columns of kt_ / scores_: the chunk size rounded up to 16
-    int rows_ = 0;
+    int   hd_ = 0;
+    int   ld_ = 0;          // columns of kt_ / scores_: the chunk size rounded up to 16
+    float scale_ = 1.0f;    // 1 / sqrt(head_dim), applied to queries as they are added
     std::vector<float> q_;        // [rows][hd], pre-scaled
     std::vector<int64_t> horizon_;
     std::vector<float> m_, l_, corr_;   // per row: running max, softmax sum, this chunk's rescale
