@@ -27,6 +27,17 @@ double Median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+namespace {
+
+// GFLOP/s of the best of `reps` runs of an n x n x n product (after one warm-up).
+double BestGflops(int n, int reps, const std::function<void()>& product) {
+    std::vector<double> t = TimeRuns(product, 1, reps);
+    const double best = *std::min_element(t.begin(), t.end());
+    return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
+}
+
+}  // namespace
+
 double MeasureGemmPeakGflops(int n, int reps) {
     const size_t nn = static_cast<size_t>(n) * n;
     AlignedFloats a(nn), b(nn), c(nn);
@@ -34,9 +45,7 @@ double MeasureGemmPeakGflops(int n, int reps) {
         a[i] = static_cast<float>(i % 7) * 0.1f;
         b[i] = static_cast<float>(i % 5) * 0.1f;
     }
-    std::vector<double> t = TimeRuns([&] { cpu::MatMul(a.data(), b.data(), c.data(), n, n, n); }, 1, reps);
-    const double best = *std::min_element(t.begin(), t.end());
-    return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
+    return BestGflops(n, reps, [&] { cpu::MatMul(a.data(), b.data(), c.data(), n, n, n); });
 }
 
 double MeasureBf16GemmPeakGflops(int n, int reps) {
@@ -48,9 +57,7 @@ double MeasureBf16GemmPeakGflops(int n, int reps) {
         w[i] = cpu::F32ToBf16(static_cast<float>(i % 5) * 0.1f);
     }
     const cpu::Matrix m{nullptr, w.data()};
-    std::vector<double> t = TimeRuns([&] { cpu::Linear(x.data(), m, y.data(), n, n, n, false); }, 1, reps);
-    const double best = *std::min_element(t.begin(), t.end());
-    return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
+    return BestGflops(n, reps, [&] { cpu::Linear(x.data(), m, y.data(), n, n, n, false); });
 }
 
 double MeasureReadBandwidthGbps(size_t bytes, int reps) {
