@@ -118,9 +118,10 @@ int Run(const BenchForwardOptions& o) {
     const double decode_tps = decode_s > 0 ? o.decode_tokens / decode_s : 0.0;
     // A batch-1 decode step reads every weight once (4 or 2 bytes each) and
     // the sequence's K/V so far (the mean context over the decoded tokens).
+    const cpu::DType kv_dtype = loaded->pool->dtype();
     const double mean_context = o.prompt_tokens + (o.decode_tokens - 1) / 2.0;
     const double bytes_per_token =
-        static_cast<double>(c.MatmulParams()) * (bf16 ? 2.0 : 4.0) + mean_context * c.KvBytesPerToken();
+        static_cast<double>(c.MatmulParams()) * (bf16 ? 2.0 : 4.0) + mean_context * c.KvBytesPerToken(kv_dtype);
     const double decode_gbps = decode_tps * bytes_per_token / 1e9;
     const double batch_tps = batch_s > 0 ? double(o.decode_batch) * o.decode_tokens / batch_s : 0.0;
 
@@ -145,6 +146,7 @@ int Run(const BenchForwardOptions& o) {
         {"decode_batch_tokens_per_s", batch_tps},
         {"decode_batch_speedup", decode_tps > 0 ? batch_tps / decode_tps : 0.0},
         {"dtype", cpu::DTypeName(model.weights().dtype)},
+        {"kv_dtype", cpu::DTypeName(kv_dtype)},
         {"bf16_gemm_available", cpu::HasNativeBf16Gemm()},
         {"bf16_gemm_path", cpu::Bf16GemmPath()},
     };
@@ -152,8 +154,9 @@ int Run(const BenchForwardOptions& o) {
         std::printf("%s\n", j.dump().c_str());
         return 0;
     }
-    std::printf("model %s (%s), %d threads, %d prompt tokens, %d decode tokens (median of %d)\n",
-                model.source().c_str(), cpu::DTypeName(model.weights().dtype), NumThreads(), o.prompt_tokens,
+    std::printf("model %s (%s, KV %s), %d threads, %d prompt tokens, %d decode tokens (median of %d)\n",
+                model.source().c_str(), cpu::DTypeName(model.weights().dtype), cpu::DTypeName(kv_dtype),
+                NumThreads(), o.prompt_tokens,
                 o.decode_tokens, o.reps);
     std::printf("  prefill   %10.1f tokens/s  %8.1f GFLOP/s  (%.0f%% of GEMM peak %.1f GFLOP/s)\n",
                 n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, peak);

@@ -91,7 +91,7 @@ int Run(const BenchPrefillOptions& o) {
         if (!plan.ok()) return Fail(plan.status());
         const uint64_t need = EstimatePeakBytes(c, *plan, o.common.kv_block);
         absl::StatusOr<std::unique_ptr<KvBlockPool>> pool =
-            KvBlockPool::Create(c, o.common.kv_block, need + (64ull << 20));
+            KvBlockPool::Create(c, o.common.kv_block, need + (64ull << 20), KvDType(o.common, model));
         if (!pool.ok()) return Fail(pool.status());
         Run r{layout, std::move(*plan), std::move(*pool), nullptr, {}, {}};
         r.forward = std::make_unique<ForwardPass>(model, *r.pool);

@@ -1,10 +1,25 @@
 #include "cli/common.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "core/runtime.h"
 
 namespace prepack::cli {
+
+namespace {
+
+// --kv-dtype as named; unset for "auto". CLI11 has checked the name.
+std::optional<cpu::DType> ExplicitKvDType(const CommonOptions& o) {
+    if (o.kv_dtype == "auto") return std::nullopt;
+    return ParseDType(o.kv_dtype).value_or(cpu::DType::kF32);
+}
+
+}  // namespace
+
+cpu::DType KvDType(const CommonOptions& o, const Model& model) {
+    return ExplicitKvDType(o).value_or(model.weights().dtype);
+}
 
 void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv) {
     app->add_option("--model", o->model, "GGUF file or synthetic:NAME (tiny, 110m, 1b, 7b)")->required();
@@ -18,6 +33,10 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv) {
     if (with_kv) {
         app->add_option("--kv-budget", o->kv_budget, "KV cache budget in bytes (0 = sized for the context)");
         app->add_option("--kv-block", o->kv_block, "tokens per KV block")->check(CLI::Range(1, 4096));
+        app->add_option("--kv-dtype", o->kv_dtype,
+                        "KV cache elements: auto (as --dtype), f32, or bf16 (half the bytes that batched "
+                        "decode reads per step)")
+            ->check(CLI::IsMember({"auto", "f32", "bf16"}));
     }
     app->add_flag("--json", o->json, "machine-readable output");
 }
@@ -31,8 +50,10 @@ absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool 
     PP_ASSIGN_OR_RETURN(const cpu::DType dtype, ParseDType(o.dtype));
     PP_ASSIGN_OR_RETURN(l.model, Model::Load(o.model, dtype));
     if (!with_kv) return l;
-    const uint64_t budget = o.kv_budget ? o.kv_budget : AutoKvBudget(l.model->config(), min_kv_tokens + o.kv_block);
-    PP_ASSIGN_OR_RETURN(l.pool, KvBlockPool::Create(l.model->config(), o.kv_block, budget));
+    const cpu::DType kv_dtype = KvDType(o, *l.model);
+    const uint64_t budget =
+        o.kv_budget ? o.kv_budget : AutoKvBudget(l.model->config(), min_kv_tokens + o.kv_block, kv_dtype);
+    PP_ASSIGN_OR_RETURN(l.pool, KvBlockPool::Create(l.model->config(), o.kv_block, budget, kv_dtype));
     return l;
 }
 
@@ -41,6 +62,7 @@ EngineOptions EngineOptionsFrom(const CommonOptions& o, int32_t max_batch_tokens
     EngineOptions eo;
     eo.model = o.model;
     eo.dtype = ParseDType(o.dtype).value_or(cpu::DType::kF32);   // CLI11 has checked the name
+    eo.kv_dtype = ExplicitKvDType(o);
     eo.threads = o.threads;
     eo.kv_budget_bytes = o.kv_budget;
     eo.kv_block_size = o.kv_block;

@@ -18,13 +18,14 @@ struct CommonOptions {
     std::string model;
     std::string device = "cpu";
     std::string dtype = "f32";        // weight matrices: f32 or bf16
+    std::string kv_dtype = "auto";    // KV cache: auto (as --dtype), f32 or bf16
     int         threads = 0;          // 0 = all online CPUs
     uint64_t    kv_budget = 0;        // bytes; 0 = sized for the model's context
     int         kv_block = 16;
     bool        json = false;
 };
 
-// Registers --model, --device, --dtype, --threads, --kv-budget, --kv-block, --json.
+// Registers --model, --device, --dtype, --threads, --kv-budget, --kv-block, --kv-dtype, --json.
 void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv = true);
 
 struct Loaded {
@@ -35,6 +36,9 @@ struct Loaded {
 // Applies --threads/--device and loads the model (and a KV pool sized for
 // at least `min_kv_tokens` tokens when with_kv).
 absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool with_kv = true);
+
+// --kv-dtype resolved for `model`: "auto" follows its weights' dtype.
+cpu::DType KvDType(const CommonOptions& o, const Model& model);
 
 // Engine options from the common flags plus the scheduler's own.
 EngineOptions EngineOptionsFrom(const CommonOptions& o, int32_t max_batch_tokens, int32_t max_running,

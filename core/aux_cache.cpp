@@ -7,7 +7,8 @@
 namespace prepack {
 
 AuxCache::AuxCache(KvBlockPool& pool, int32_t dim)
-    : pool_(pool), dim_(dim), cells_per_piece_(pool.block_size() * pool.kv_dim() / dim) {}
+    : pool_(pool), dim_(dim),
+      cells_per_piece_(static_cast<int32_t>(pool.piece_bytes() / (sizeof(float) * static_cast<size_t>(dim)))) {}
 
 AuxCache::~AuxCache() { Clear(); }
 
@@ -21,9 +22,11 @@ bool AuxCache::AddBlock() {
     absl::StatusOr<int32_t> b = pool_.Allocate();
     if (!b.ok()) return false;
     blocks_.push_back(*b);
-    // A block is n_layers x {K, V} pieces of block_size * kv_dim floats each.
+    // A block is n_layers x {K, V} pieces of piece_bytes() each (whatever the
+    // KV dtype); the hidden states kept here are always f32.
     for (int32_t layer = 0; layer < pool_.n_layers(); ++layer) {
-        for (float* piece : {pool_.K(layer, *b), pool_.V(layer, *b)}) {
+        for (void* bytes : {pool_.KBytes(layer, *b), pool_.VBytes(layer, *b)}) {
+            float* piece = static_cast<float*>(bytes);
             for (int32_t c = 0; c < cells_per_piece_; ++c) free_cells_.push_back(piece + int64_t{c} * dim_);
         }
     }

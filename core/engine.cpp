@@ -143,8 +143,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     SetNumThreads(options.threads);
     PP_ASSIGN_OR_RETURN(e->model_, Model::Load(options.model, options.dtype));
     const ModelConfig& c = e->model_->config();
-    const uint64_t budget = options.kv_budget_bytes ? options.kv_budget_bytes : AutoKvBudget(c, c.max_context);
-    PP_ASSIGN_OR_RETURN(e->pool_, KvBlockPool::Create(c, options.kv_block_size, budget));
+    const cpu::DType kv_dtype = options.kv_dtype.value_or(options.dtype);
+    const uint64_t budget =
+        options.kv_budget_bytes ? options.kv_budget_bytes : AutoKvBudget(c, c.max_context, kv_dtype);
+    PP_ASSIGN_OR_RETURN(e->pool_, KvBlockPool::Create(c, options.kv_block_size, budget, kv_dtype));
     e->forward_ = std::make_unique<ForwardPass>(*e->model_, *e->pool_);
     if (options.policy == SchedulePolicy::kLru) e->cache_ = std::make_unique<PrefixCache>(*e->pool_);
     e->stats_.kv_bytes_total = static_cast<uint64_t>(e->pool_->num_blocks()) * e->pool_->bytes_per_block();

@@ -17,6 +17,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -38,6 +39,7 @@ absl::StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name);
 struct EngineOptions {
     std::string model;                   // GGUF path or synthetic:NAME
     cpu::DType  dtype = cpu::DType::kF32;   // weight matrices: f32 or bf16
+    std::optional<cpu::DType> kv_dtype;     // KV cache elements; unset = as `dtype` (vLLM's "auto")
     int32_t     threads = 0;             // CPU threads (0 = all)
     uint64_t    kv_budget_bytes = 0;     // 0 = a quarter of free memory, at most 4 GiB, at least one context
     int32_t     kv_block_size = 16;

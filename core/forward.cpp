@@ -124,10 +124,8 @@ void ForwardPass::WriteKv(const StepPlan& plan, int32_t layer) {
 #pragma omp parallel for schedule(static)
         for (int32_t i = 0; i < rows.count; ++i) {
             const int32_t slot = row_slot_[rows.begin + i];
-            const size_t off = static_cast<size_t>(slot % bs) * kv;
             const float* row = qkv_.data() + (rows.begin + i) * stride;
-            std::memcpy(pool_.K(layer, blocks[slot / bs]) + off, row + q, kv * sizeof(float));
-            std::memcpy(pool_.V(layer, blocks[slot / bs]) + off, row + q + kv, kv * sizeof(float));
+            pool_.WriteRow(layer, blocks[slot / bs], slot % bs, row + q, row + q + kv);
         }
         if (s.lazy != nullptr) {
             for (int32_t i = 0; i < rows.count; ++i) s.lazy->Computed(row_slot_[rows.begin + i], layer);
@@ -163,7 +161,7 @@ void ForwardPass::PlanAttention(const StepPlan& plan) {
 void ForwardPass::Attention(int32_t layer) {
     const ModelConfig& c = model_.config();
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
-    const cpu::PagedKv kv{pool_.LayerK(layer), pool_.LayerV(layer), pool_.block_size(), c.kv_dim()};
+    const cpu::PagedKv kv = pool_.Layer(layer);
     for (cpu::AttentionSpan& span : spans_) span.layer = layer;
     cpu::PagedAttention(qkv_.data(), att_.data(), shape, spans_.data(), static_cast<int32_t>(spans_.size()), kv,
                         shared_);

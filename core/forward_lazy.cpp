@@ -36,7 +36,7 @@ bool ForwardPass::PrunesAfter(const StepPlan& plan, int32_t layer) const {
 void ForwardPass::ScoreLastQueries(const StepPlan& plan, int32_t layer) {
     const ModelConfig& c = model_.config();
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
-    const cpu::PagedKv kv{pool_.LayerK(layer), pool_.LayerV(layer), pool_.block_size(), c.kv_dim()};
+    const cpu::PagedKv kv = pool_.Layer(layer);
     lazy_scores_.resize(plan.seqs.size());
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];

@@ -7,21 +7,23 @@
 #include <cstring>
 
 #include "core/runtime.h"
+#include "kernels/cpu/bf16.h"
 
 namespace prepack {
 
 absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(const ModelConfig& c,
                                                                   int32_t block_size,
-                                                                  uint64_t budget_bytes) {
+                                                                  uint64_t budget_bytes, cpu::DType dtype) {
     if (block_size < 1 || block_size > 4096) {
         return absl::InvalidArgumentError(absl::StrCat("KV block size ", block_size, " is not in [1, 4096]"));
     }
     std::unique_ptr<KvBlockPool> p(new KvBlockPool());
+    p->dtype_ = dtype;
     p->n_layers_ = c.n_layers;
     p->kv_dim_ = c.kv_dim();
     p->block_size_ = block_size;
     p->block_elems_ = static_cast<size_t>(block_size) * c.kv_dim();
-    p->bytes_per_block_ = 2ull * c.n_layers * p->block_elems_ * sizeof(float);
+    p->bytes_per_block_ = 2ull * c.n_layers * p->piece_bytes();
     const uint64_t n = budget_bytes / p->bytes_per_block_;
     if (n < 1) {
         return absl::ResourceExhaustedError(absl::StrCat(
@@ -39,7 +41,7 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(const ModelConf
     if (m == MAP_FAILED) {
         return absl::ResourceExhaustedError(absl::StrCat("cannot map ", p->map_bytes_, " bytes for the KV cache"));
     }
-    p->base_ = static_cast<float*>(m);
+    p->base_ = static_cast<char*>(m);
     p->refs_.assign(p->num_blocks_, 0);
     p->free_.reserve(p->num_blocks_);
     // Hand out low block ids first: they are the ones already paged in.
@@ -47,9 +49,10 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(const ModelConf
     return p;
 }
 
-uint64_t AutoKvBudget(const ModelConfig& config, int64_t min_tokens) {
+uint64_t AutoKvBudget(const ModelConfig& config, int64_t min_tokens, cpu::DType dtype) {
     const uint64_t avail = AvailableMemoryBytes();
-    uint64_t budget = std::max<uint64_t>(256ull << 20, config.KvBytesPerToken() * static_cast<uint64_t>(min_tokens));
+    uint64_t budget =
+        std::max<uint64_t>(256ull << 20, config.KvBytesPerToken(dtype) * static_cast<uint64_t>(min_tokens));
     if (avail != 0) budget = std::min(budget, avail / 4);
     return budget;
 }
@@ -89,8 +92,21 @@ int32_t KvBlockPool::RefCount(int32_t block) const {
 
 void KvBlockPool::CopyBlock(int32_t src, int32_t dst) {
     for (int32_t l = 0; l < n_layers_; ++l) {
-        std::memcpy(K(l, dst), K(l, src), block_elems_ * sizeof(float));
-        std::memcpy(V(l, dst), V(l, src), block_elems_ * sizeof(float));
+        std::memcpy(KBytes(l, dst), KBytes(l, src), piece_bytes());
+        std::memcpy(VBytes(l, dst), VBytes(l, src), piece_bytes());
+    }
+}
+
+void KvBlockPool::WriteRow(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {
+    const size_t off = static_cast<size_t>(slot) * kv_dim_ * elem_bytes();
+    char* kd = static_cast<char*>(KBytes(layer, block)) + off;
+    char* vd = static_cast<char*>(VBytes(layer, block)) + off;
+    if (dtype_ == cpu::DType::kBf16) {
+        cpu::F32ToBf16Row(k, reinterpret_cast<uint16_t*>(kd), kv_dim_);
+        cpu::F32ToBf16Row(v, reinterpret_cast<uint16_t*>(vd), kv_dim_);
+    } else {
+        std::memcpy(kd, k, kv_dim_ * sizeof(float));
+        std::memcpy(vd, v, kv_dim_ * sizeof(float));
     }
 }
 

@@ -3,17 +3,22 @@
 //
 // Storage is one anonymous mapping laid out [layer][K|V][block][slot][kv_dim],
 // so one layer's blocks are contiguous for attention and pages that are never
-// used are never touched. Blocks are reference-counted so sequences can share
+// used are never touched. Elements are f32 or bf16 (vLLM's kv_cache_dtype,
+// llama.cpp's cache type): bf16 halves the bytes that batched decode at long
+// contexts spends most of its time reading; attention widens it in registers. Blocks are reference-counted so sequences can share
 // a prefix's blocks (BatchLLM / prefix caching); a block returns to the free
 // list when its last reference is dropped. The pool is thread-safe.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <mutex>
 #include <vector>
 
 #include "core/model_config.h"
 #include "core/status.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matrix.h"
 
 namespace prepack {
 
@@ -23,7 +28,8 @@ public:
     // budget holds no block or the mapping fails.
     static absl::StatusOr<std::unique_ptr<KvBlockPool>> Create(const ModelConfig& config,
                                                                int32_t block_size,
-                                                               uint64_t budget_bytes);
+                                                               uint64_t budget_bytes,
+                                                               cpu::DType dtype = cpu::DType::kF32);
     ~KvBlockPool();
     KvBlockPool(const KvBlockPool&) = delete;
     KvBlockPool& operator=(const KvBlockPool&) = delete;
@@ -33,7 +39,7 @@ public:
     void AddRef(int32_t block);
     void Release(int32_t block);   // frees the block when its count reaches 0
     int32_t RefCount(int32_t block) const;
-    // Copies every layer's K and V of block `src` into block `dst`.
+    // Copies every layer's K and V of block `src` into block `dst` (bytes: any dtype).
     void CopyBlock(int32_t src, int32_t dst);
 
     int32_t  block_size() const { return block_size_; }
@@ -44,21 +50,38 @@ public:
     int32_t  kv_dim() const { return kv_dim_; }
     int32_t  n_layers() const { return n_layers_; }
 
-    // [block_size, kv_dim] K (or V) rows of `block` at `layer`.
-    float* K(int32_t layer, int32_t block) const { return Slab(layer, 0) + Offset(block); }
-    float* V(int32_t layer, int32_t block) const { return Slab(layer, 1) + Offset(block); }
-    // Start of all K (or V) blocks of a layer; block b begins b*block_size*kv_dim later.
-    float* LayerK(int32_t layer) const { return Slab(layer, 0); }
-    float* LayerV(int32_t layer) const { return Slab(layer, 1); }
+    cpu::DType dtype() const { return dtype_; }
+    size_t     elem_bytes() const { return dtype_ == cpu::DType::kBf16 ? 2 : 4; }
+
+    // [block_size, kv_dim] K (or V) rows of `block` at `layer`, as raw bytes
+    // (`piece_bytes()` of them) ...
+    void*  KBytes(int32_t layer, int32_t block) const { return Slab(layer, 0) + Offset(block); }
+    void*  VBytes(int32_t layer, int32_t block) const { return Slab(layer, 1) + Offset(block); }
+    size_t piece_bytes() const { return block_elems_ * elem_bytes(); }
+    // ... or typed, for an f32 pool (asserted).
+    float* K(int32_t layer, int32_t block) const { return AsF32(KBytes(layer, block)); }
+    float* V(int32_t layer, int32_t block) const { return AsF32(VBytes(layer, block)); }
+    // All of a layer's K and V blocks as the attention kernels read them.
+    cpu::PagedKv Layer(int32_t layer) const {
+        return {Slab(layer, 0), Slab(layer, 1), block_size_, kv_dim_, dtype_};
+    }
+    // Stores token `slot`'s K and V rows (kv_dim f32 each) at `layer` in
+    // `block`, rounded to the pool's dtype.
+    void WriteRow(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
 
 private:
     KvBlockPool() = default;
-    float* Slab(int32_t layer, int kv) const {
-        return base_ + (static_cast<size_t>(layer) * 2 + kv) * num_blocks_ * block_elems_;
+    char* Slab(int32_t layer, int kv) const {
+        return base_ + (static_cast<size_t>(layer) * 2 + kv) * num_blocks_ * piece_bytes();
     }
-    size_t Offset(int32_t block) const { return static_cast<size_t>(block) * block_elems_; }
+    size_t Offset(int32_t block) const { return static_cast<size_t>(block) * piece_bytes(); }
+    float* AsF32(void* p) const {
+        assert(dtype_ == cpu::DType::kF32);
+        return static_cast<float*>(p);
+    }
 
-    float*               base_ = nullptr;
+    char*                base_ = nullptr;
+    cpu::DType           dtype_ = cpu::DType::kF32;
     size_t               map_bytes_ = 0;
     int32_t              n_layers_ = 0, kv_dim_ = 0, block_size_ = 0, num_blocks_ = 0;
     size_t               block_elems_ = 0;   // block_size * kv_dim
@@ -71,7 +94,7 @@ private:
 // A KV budget when the caller names none: room for `min_tokens` tokens and
 // at least 256 MiB, but never more than a quarter of the memory free now
 // (pages are only touched as blocks are used).
-uint64_t AutoKvBudget(const ModelConfig& config, int64_t min_tokens);
+uint64_t AutoKvBudget(const ModelConfig& config, int64_t min_tokens, cpu::DType dtype = cpu::DType::kF32);
 
 // The blocks that hold one sequence's KV, in token order.
 class BlockTable {

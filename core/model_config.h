@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernels/cpu/matrix.h"
 
 namespace prepack {
 
@@ -44,9 +45,9 @@ struct ModelConfig {
     double AttentionFlops(int64_t ctx) const {
         return 4.0 * n_layers * static_cast<double>(q_dim()) * static_cast<double>(ctx);
     }
-    // KV-cache bytes one token occupies across all layers (f32 K and V).
-    uint64_t KvBytesPerToken() const {
-        return 2ull * n_layers * static_cast<uint64_t>(kv_dim()) * sizeof(float);
+    // KV-cache bytes one token occupies across all layers (K and V).
+    uint64_t KvBytesPerToken(cpu::DType kv = cpu::DType::kF32) const {
+        return 2ull * n_layers * static_cast<uint64_t>(kv_dim()) * (kv == cpu::DType::kBf16 ? 2 : 4);
     }
 };
 

@@ -22,7 +22,7 @@ int ParseServerOptions(int argc, char** argv, ServerOptions* o) {
         ->check(CLI::PositiveNumber)->capture_default_str();
     app.add_option("--policy", o->policy, "scheduling policy")
         ->check(CLI::IsMember({"fcfs", "lru", "batchllm"}))->capture_default_str();
-    app.add_option("--dtype", o->dtype, "weight matrices: f32, or bf16 (half the memory, faster decode)")
+    app.add_option("--dtype", o->dtype, "weight matrices and KV cache: f32, or bf16 (half the memory, faster decode)")
         ->check(CLI::IsMember({"f32", "bf16"}))->capture_default_str();
     app.add_option("--grace-seconds", o->grace_seconds, "on SIGTERM, time in-flight streams get to finish")
         ->check(CLI::NonNegativeNumber)->capture_default_str();

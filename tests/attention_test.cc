@@ -8,25 +8,41 @@
 
 #include "core/sampler.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/bf16.h"
 
 namespace prepack::cpu {
 namespace {
 
 constexpr int kBlock = 8;
 
+// A paged K/V cache of random values. For a bf16 cache the values are
+// rounded to bf16 first, so the dense f32 computation sees exactly the
+// numbers the kernel reads (widening bf16 is exact).
 struct Fixture {
     int n_heads, n_kv_heads, head_dim, n_blocks, block;
-    std::vector<float> k, v;   // [block][slot][kv_dim]
-    Fixture(int heads, int kv_heads, int hd, int blocks, uint64_t seed, int block_size = kBlock)
-        : n_heads(heads), n_kv_heads(kv_heads), head_dim(hd), n_blocks(blocks), block(block_size) {
+    DType dtype;
+    std::vector<float> k, v;         // [block][slot][kv_dim]
+    std::vector<uint16_t> k16, v16;  // the same, as bf16, for a bf16 cache
+    Fixture(int heads, int kv_heads, int hd, int blocks, uint64_t seed, int block_size = kBlock,
+            DType kv_dtype = DType::kF32)
+        : n_heads(heads), n_kv_heads(kv_heads), head_dim(hd), n_blocks(blocks), block(block_size), dtype(kv_dtype) {
         Rng rng(seed);
         k.resize(size_t(blocks) * block * kv_dim());
         v.resize(k.size());
         for (float& x : k) x = rng.NextFloat() * 2 - 1;
         for (float& x : v) x = rng.NextFloat() * 2 - 1;
+        if (dtype == DType::kBf16) {
+            for (auto [f32, bf16] : {std::pair{&k, &k16}, std::pair{&v, &v16}}) {
+                for (float x : *f32) bf16->push_back(F32ToBf16(x));
+                for (size_t i = 0; i < f32->size(); ++i) (*f32)[i] = Bf16ToF32((*bf16)[i]);
+            }
+        }
     }
     int kv_dim() const { return n_kv_heads * head_dim; }
-    PagedKv Kv() const { return {k.data(), v.data(), block, kv_dim()}; }
+    PagedKv Kv() const {
+        if (dtype == DType::kBf16) return {k16.data(), v16.data(), block, kv_dim(), DType::kBf16};
+        return {k.data(), v.data(), block, kv_dim()};
+    }
     AttentionShape Shape() const { return {n_heads, n_kv_heads, head_dim, int64_t(n_heads) * head_dim, int64_t(n_heads) * head_dim}; }
     const float* Row(const std::vector<float>& kv, const std::vector<int32_t>& blocks, int t) const {
         return kv.data() + (size_t(blocks[t / block]) * block + t % block) * kv_dim();
@@ -80,8 +96,11 @@ TEST(PagedAttention, PrefillSpansMatchDenseCausalAttention) {
 // The register-blocked kernels have paths for head sizes that are multiples
 // of 16, of 8 and neither, for row counts that are and are not multiples of
 // the row block, and chunks that end inside a block or are capped below a
-// large block: random shapes over all of them against the dense computation.
-TEST(PagedAttention, RandomShapesMatchDenseCausalAttention) {
+// large block, each for an f32 and a bf16 cache: random shapes over all of
+// them against the dense computation.
+class PagedAttentionDType : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PagedAttentionDType, RandomShapesMatchDenseCausalAttention) {
     Rng rng(77);
     for (int hd : {64, 24, 8, 5}) {
         for (int block : {1, 16, 80}) {
@@ -97,7 +116,7 @@ TEST(PagedAttention, RandomShapesMatchDenseCausalAttention) {
                     max_keys = std::max(max_keys, n_q[i] + before[i]);
                 }
                 const int per_seq = (max_keys + block - 1) / block;
-                Fixture f(heads, kv_heads, hd, per_seq * n_spans, 1000 + hd + block + group, block);
+                Fixture f(heads, kv_heads, hd, per_seq * n_spans, 1000 + hd + block + group, block, GetParam());
                 // Sequence i uses blocks i, i + n_spans, i + 2 n_spans, ... (interleaved, not contiguous).
                 std::vector<std::vector<int32_t>> tables(n_spans);
                 for (int i = 0; i < n_spans; ++i) {
@@ -125,9 +144,12 @@ TEST(PagedAttention, RandomShapesMatchDenseCausalAttention) {
     }
 }
 
-TEST(CascadeAttention, EqualsPlainPagedAttention) {
+INSTANTIATE_TEST_SUITE_P(KvDType, PagedAttentionDType, ::testing::Values(DType::kF32, DType::kBf16),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+TEST_P(PagedAttentionDType, CascadeEqualsPlainPagedAttention) {
     for (int kv_heads : {1, 2, 4}) {
-        Fixture f(4, kv_heads, 8, 64, 10 + kv_heads);
+        Fixture f(4, kv_heads, 8, 64, 10 + kv_heads, kBlock, GetParam());
         // Five decode sequences sharing blocks {2, 9, 4} (24 tokens), then their
         // own blocks; one more sequence with other blocks.
         std::vector<std::vector<int32_t>> tables = {

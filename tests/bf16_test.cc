@@ -41,7 +41,9 @@ TEST(Bf16, RoundsToNearestEven) {
     // Every bf16 value survives the round trip.
     for (uint32_t h = 0; h < 0x10000; ++h) {
         const float f = Bf16ToF32(static_cast<uint16_t>(h));
-        if (!std::isnan(f)) ASSERT_EQ(F32ToBf16(f), h);
+        if (!std::isnan(f)) {
+            ASSERT_EQ(F32ToBf16(f), h);
+        }
     }
 }
 
@@ -132,9 +134,11 @@ TEST(Bf16Linear, OneDnnBf16Path) {
 // GQA with 4 query heads per KV head, head_dim 8.
 ModelConfig SmallGqaConfig() { return testing::SmallConfig(64, 8, 2, 3, 160, 300); }
 
-// Logits of a 40-token prompt through the optimised forward pass.
-std::vector<float> PrefillLogits(const Model& model, const std::vector<int32_t>& ids) {
-    auto pool = KvBlockPool::Create(model.config(), 16, 4u << 20);
+// Logits of every position of `ids`, prefilled as one step through the
+// optimised forward pass with a KV cache of `kv_dtype`.
+std::vector<float> PrefillLogits(const Model& model, const std::vector<int32_t>& ids,
+                                 cpu::DType kv_dtype = cpu::DType::kF32) {
+    auto pool = KvBlockPool::Create(model.config(), 16, 4u << 20, kv_dtype);
     EXPECT_TRUE(pool.ok());
     ForwardPass fwd(model, **pool);
     BlockTable kv;
@@ -167,6 +171,39 @@ TEST(Bf16Model, ForwardEqualsReferenceOnTheSameRoundedWeights) {
     cpu::SetBf16GemmPath(path.c_str());
 }
 
+TEST(Bf16KvCache, ForwardStaysCloseToTheF32Reference) {
+    // f32 weights, K/V rounded to bf16 as they are stored (relative error
+    // 2^-9 each): prefill and then decode steps, which read the cache by
+    // the prefill tile and the decode dot-product paths. Logits move by
+    // ~3e-3 (relative to the largest); f32 KV stays below 2e-4.
+    auto model = Model::FromConfig(SmallGqaConfig(), 7);
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto pool = KvBlockPool::Create((*model)->config(), 16, 4u << 20, cpu::DType::kBf16);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    EXPECT_EQ((*pool)->bytes_per_block(), (*model)->config().KvBytesPerToken(cpu::DType::kBf16) * 16);
+    EXPECT_EQ((*model)->config().KvBytesPerToken(cpu::DType::kBf16) * 2, (*model)->config().KvBytesPerToken());
+    ForwardPass fwd(**model, **pool);
+    ReferenceForward ref(**model);
+    BlockTable kv;
+    const int vocab = (*model)->config().vocab_size;
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 40; ++i) ids.push_back((i * 37 + 11) % 300);
+    for (int step = 0; step < 10; ++step) {
+        const int32_t done = kv.num_tokens(), n = static_cast<int32_t>(ids.size()) - done;
+        ASSERT_TRUE(kv.Reserve(**pool, done + n).ok());
+        StepPlan plan;
+        plan.Add(&kv, ids.data() + done, n, done, LogitsWanted::kAll);
+        StepOutput out;
+        ASSERT_TRUE(fwd.Run(plan, &out).ok());
+        for (int32_t t = 0; t < n; ++t) {
+            const std::vector<float>& want = ref.Step(ids[done + t]);
+            EXPECT_LT(testing::MaxRelDiff(out.logits.data() + size_t(t) * vocab, want.data(), vocab), 1e-2)
+                << "token " << done + t;
+        }
+        ids.push_back((step * 53 + 7) % 300);
+    }
+}
+
 TEST(Bf16Model, HalvesTheMatrixBytes) {
     const ModelConfig c = SmallGqaConfig();
     const double ratio = double(WeightBytes(c, cpu::DType::kBf16)) / double(WeightBytes(c, cpu::DType::kF32));
@@ -194,7 +231,9 @@ protected:
         reference_ = nlohmann::json::parse(testing::ReadFile(testing::StoriesDir() + "/reference.json"));
     }
 
-    void ExpectClose(const char* gemm_path, double min_agreement, double max_logit_diff) {
+    // `model` with a KV cache of `kv_dtype` against f32 weights and KV.
+    void ExpectClose(const Model& model, cpu::DType kv_dtype, const char* gemm_path, double min_agreement,
+                     double max_logit_diff) {
         const std::string before = cpu::Bf16GemmPath();
         ASSERT_TRUE(cpu::SetBf16GemmPath(gemm_path));
         const int vocab = f32_->config().vocab_size;
@@ -203,7 +242,7 @@ protected:
         for (const auto& tc : reference_["cases"]) {
             std::vector<int32_t> ids = tc["prompt_ids"].get<std::vector<int32_t>>();
             for (int32_t id : tc["greedy_ids"].get<std::vector<int32_t>>()) ids.push_back(id);
-            const std::vector<float> a = PrefillLogits(*f32_, ids), b = PrefillLogits(*bf16_, ids);
+            const std::vector<float> a = PrefillLogits(*f32_, ids), b = PrefillLogits(model, ids, kv_dtype);
             for (size_t t = 0; t < ids.size(); ++t) {
                 const float* la = a.data() + t * vocab;
                 const float* lb = b.data() + t * vocab;
@@ -214,8 +253,10 @@ protected:
         }
         cpu::SetBf16GemmPath(before.c_str());
         const double agreement = double(same) / total;
-        std::printf("stories260K bf16 (%s) vs f32: top-1 agreement %.4f over %d positions, max |logit diff| %.4f\n",
-                    gemm_path, agreement, total, worst);
+        std::printf("stories260K %s weights, %s KV (%s) vs f32: top-1 agreement %.4f over %d positions, "
+                    "max |logit diff| %.4f\n",
+                    cpu::DTypeName(model.weights().dtype), cpu::DTypeName(kv_dtype), gemm_path, agreement, total,
+                    worst);
         EXPECT_GE(agreement, min_agreement);
         EXPECT_LT(worst, max_logit_diff);
     }
@@ -224,11 +265,17 @@ protected:
     nlohmann::json reference_;
 };
 
-TEST_F(Bf16Stories, WidenedBf16WeightsAgreeWithF32) { ExpectClose("widen", 0.95, 0.5); }
+TEST_F(Bf16Stories, WidenedBf16WeightsAgreeWithF32) { ExpectClose(*bf16_, cpu::DType::kF32, "widen", 0.95, 0.5); }
+
+TEST_F(Bf16Stories, Bf16KvCacheAgreesWithF32) { ExpectClose(*f32_, cpu::DType::kBf16, "widen", 0.95, 0.5); }
+
+TEST_F(Bf16Stories, Bf16WeightsAndKvCacheAgreeWithF32) {
+    ExpectClose(*bf16_, cpu::DType::kBf16, "widen", 0.95, 0.5);
+}
 
 TEST_F(Bf16Stories, NativeBf16GemmAgreesWithF32) {
     if (!cpu::HasNativeBf16Gemm()) GTEST_SKIP() << "no native bf16 GEMM on this CPU (AVX-512 BF16 or AMX)";
-    ExpectClose("onednn", 0.90, 1.0);
+    ExpectClose(*bf16_, cpu::DType::kF32, "onednn", 0.90, 1.0);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 // The benchmark and evaluation commands end to end on small models: the JSON
 // contracts, token accounting per layout, and clear errors for bad flags.
+#include <string>
+#include <tuple>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -103,6 +106,27 @@ TEST(BenchForwardCli, JsonReportsCeilingsAndEfficiencies) {
     EXPECT_NEAR(j["decode_efficiency"].get<double>(),
                 j["decode_gbps"].get<double>() / j["mem_bandwidth_gbps"].get<double>(), 1e-9);
     EXPECT_EQ(j["decode_batch"], 4);
+    EXPECT_EQ(j["kv_dtype"], "f32");
+}
+
+TEST(BenchForwardCli, KvDTypeFollowsTheWeightsUnlessNamed) {
+    const std::string base =
+        "bench forward --model synthetic:tiny --prompt-tokens 16 --decode-tokens 2 --decode-batch 2 --reps 1 "
+        "--threads 1 --json";
+    for (const auto& [flags, dtype, kv_dtype] :
+         {std::tuple{"", "f32", "f32"}, std::tuple{" --dtype bf16", "bf16", "bf16"},
+          std::tuple{" --kv-dtype bf16", "f32", "bf16"}, std::tuple{" --dtype bf16 --kv-dtype f32", "bf16", "f32"}}) {
+        int code = 0;
+        const std::string out = testing::RunCli(base + flags, &code);
+        ASSERT_EQ(code, 0) << flags << ": " << out;
+        const auto j = nlohmann::json::parse(out);
+        EXPECT_EQ(j["dtype"], dtype) << flags;
+        EXPECT_EQ(j["kv_dtype"], kv_dtype) << flags;
+    }
+    int code = 0;
+    const std::string bad = testing::RunCli(base + " --kv-dtype fp8", &code, /*merge_stderr=*/true);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(bad.find("--kv-dtype"), std::string::npos) << bad;
 }
 
 TEST(BenchLazyCli, JsonHasTheContractKeys) {

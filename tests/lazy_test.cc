@@ -15,6 +15,7 @@
 #include "core/forward.h"
 #include "core/lazy_state.h"
 #include "core/reference.h"
+#include "kernels/cpu/bf16.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -163,13 +164,22 @@ void NaiveQuery(const float* q, const std::vector<float>& keys, const std::vecto
     }
 }
 
-TEST(LazyAttention, SparseQueriesAndAbsentKeysEqualNaive) {
+// For an f32 and a bf16 cache (whose values are rounded to bf16 first, so
+// the naive f32 computation sees what the kernel reads).
+class LazyAttentionDType : public ::testing::TestWithParam<cpu::DType> {};
+
+TEST_P(LazyAttentionDType, SparseQueriesAndAbsentKeysEqualNaive) {
+    const cpu::DType dtype = GetParam();
     const int n_heads = 4, n_kv = 2, hd = 8, bs = 4, n_keys = 70, kvd = n_kv * hd, layer = 2;
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> u(-1, 1);
     std::vector<float> keys(size_t(n_keys) * kvd), values(keys.size());
     for (auto& x : keys) x = u(rng);
     for (auto& x : values) x = u(rng);
+    if (dtype == cpu::DType::kBf16) {
+        for (auto& x : keys) x = cpu::Bf16ToF32(cpu::F32ToBf16(x));
+        for (auto& x : values) x = cpu::Bf16ToF32(cpu::F32ToBf16(x));
+    }
     // Blocks in a scrambled order, as a paged cache has them.
     const int n_blocks = (n_keys + bs - 1) / bs;
     std::vector<int32_t> table(n_blocks);
@@ -193,7 +203,12 @@ TEST(LazyAttention, SparseQueriesAndAbsentKeysEqualNaive) {
     span.key_depth = depth.data();
     span.layer = layer;
     const cpu::AttentionShape shape{n_heads, n_kv, hd, n_heads * hd, n_heads * hd};
-    const cpu::PagedKv kv{k_slab.data(), v_slab.data(), bs, kvd};
+    std::vector<uint16_t> k16(k_slab.size()), v16(v_slab.size());
+    cpu::F32ToBf16Row(k_slab.data(), k16.data(), k_slab.size());
+    cpu::F32ToBf16Row(v_slab.data(), v16.data(), v_slab.size());
+    const cpu::PagedKv kv = dtype == cpu::DType::kBf16
+                                ? cpu::PagedKv{k16.data(), v16.data(), bs, kvd, cpu::DType::kBf16}
+                                : cpu::PagedKv{k_slab.data(), v_slab.data(), bs, kvd};
     cpu::PagedAttention(q.data(), out.data(), shape, &span, 1, kv);
     for (int i = 0; i < nq; ++i) {
         NaiveQuery(q.data() + size_t(i) * n_heads * hd, keys, values, depth, layer, q_slots[i], n_heads, n_kv, hd,
@@ -212,6 +227,40 @@ TEST(LazyAttention, SparseQueriesAndAbsentKeysEqualNaive) {
         sum += scores[j];
     }
     EXPECT_NEAR(sum, 1.0, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(KvDType, LazyAttentionDType, ::testing::Values(cpu::DType::kF32, cpu::DType::kBf16),
+                         [](const auto& info) { return std::string(cpu::DTypeName(info.param)); });
+
+// The aux cache keeps f32 hidden states in KV pool blocks whatever the
+// pool's element type: a bf16 block holds half as many.
+TEST(AuxCache, KeepsF32StatesExactlyInF32AndBf16Pools) {
+    const ModelConfig c = LazyConfig();   // kv_dim 32, dim 64
+    for (cpu::DType dtype : {cpu::DType::kF32, cpu::DType::kBf16}) {
+        SCOPED_TRACE(cpu::DTypeName(dtype));
+        auto pool = KvBlockPool::Create(c, 16, 8u << 20, dtype);
+        ASSERT_TRUE(pool.ok()) << pool.status();
+        AuxCache aux(**pool, c.dim);
+        ASSERT_TRUE(aux.usable());
+        // Each (layer, K|V) piece holds 16 x 32 elements: 8 f32 states, or 4 in bf16.
+        const int64_t per_block = (dtype == cpu::DType::kF32 ? 8 : 4) * 2 * c.n_layers;
+        EXPECT_EQ(aux.BlocksFor(per_block), 1);
+        EXPECT_EQ(aux.BlocksFor(per_block + 1), 2);
+        std::mt19937 rng(9);
+        std::uniform_real_distribution<float> u(-3, 3);
+        const int n = static_cast<int>(per_block) + 5;
+        std::vector<float> states(size_t(n) * c.dim);
+        for (auto& x : states) x = u(rng);
+        const int32_t free_before = (*pool)->num_free();
+        for (int i = 0; i < n; ++i) ASSERT_TRUE(aux.Put(i * 3, states.data() + size_t(i) * c.dim));
+        EXPECT_EQ((*pool)->num_free(), free_before - 2);
+        for (int i = 0; i < n; ++i) {
+            ASSERT_NE(aux.Get(i * 3), nullptr);
+            ASSERT_EQ(std::memcmp(aux.Get(i * 3), states.data() + size_t(i) * c.dim, sizeof(float) * c.dim), 0) << i;
+        }
+        aux.Clear();
+        EXPECT_EQ((*pool)->num_free(), free_before);
+    }
 }
 
 TEST_F(LazyForward, KeepOneIsBitIdenticalToNoPruning) {

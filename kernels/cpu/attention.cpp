@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/simd.h"
 
 namespace prepack::cpu {
 namespace {
@@ -21,11 +22,18 @@ struct Task {
     int32_t q_end;
 };
 
-inline float Dot(const float* a, const float* b, int n) {
+// A query head (f32) dotted with a cached key row (f32 or bf16).
+template <typename T>
+float Dot(const float* a, const T* b, int n) {
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; ++i) s += a[i] * b[i];
+    for (int i = 0; i < n; ++i) s += a[i] * AsF32(b[i]);
     return s;
+}
+
+float DotKey(const float* q, const PagedKv& kv, size_t off, int n) {
+    return kv.dtype == DType::kBf16 ? Dot(q, static_cast<const uint16_t*>(kv.k) + off, n)
+                                    : Dot(q, static_cast<const float*>(kv.k) + off, n);
 }
 
 const float* QueryHead(const float* q, const AttentionShape& s, int64_t row, int head) {
@@ -171,7 +179,7 @@ void LastQueryScores(const float* q, const AttentionShape& s, const AttentionSpa
             if (!span.Holds(j)) continue;
             const size_t off = static_cast<size_t>(span.blocks[j / kv.block_size]) * kv.block_size * kv.kv_dim +
                                static_cast<size_t>(j % kv.block_size) * kv.kv_dim + kv_head * hd;
-            p[j] = Dot(qv, kv.k + off, hd) * scale;
+            p[j] = DotKey(qv, kv, off, hd) * scale;
             max = std::max(max, p[j]);
         }
         double sum = 0.0;

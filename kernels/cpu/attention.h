@@ -9,13 +9,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/matrix.h"
+
 namespace prepack::cpu {
 
 struct PagedKv {
-    const float* k;        // one layer's K slab: block b starts at b * block_size * kv_dim
-    const float* v;        // same for V
-    int32_t      block_size;
-    int32_t      kv_dim;   // floats per token row (n_kv_heads * head_dim)
+    const void* k;        // one layer's K slab: block b starts at b * block_size * kv_dim elements
+    const void* v;        // same for V
+    int32_t     block_size;
+    int32_t     kv_dim;   // elements per token row (n_kv_heads * head_dim)
+    DType       dtype = DType::kF32;   // of the elements: f32, or bf16 (widened as they are read)
 };
 
 struct AttentionSpan {

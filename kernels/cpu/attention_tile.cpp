@@ -53,8 +53,8 @@ void ScoreRows(const float* q, int hd, const float* kt, int ld, int n_cols, floa
 
 // acc[RB][hd] = acc * corr + p[RB][n_keys] . V[n_keys][hd], NV vectors of
 // output columns held in registers across all the chunk's keys.
-template <int RB, int NV>
-void AccumulateRows(const float* p, int ld, int n_keys, const float* v, int32_t stride, int hd, const float* corr,
+template <int RB, int NV, typename T>
+void AccumulateRows(const float* p, int ld, int n_keys, const T* v, int32_t stride, int hd, const float* corr,
                     float* acc) {
     for (int d0 = 0; d0 < hd; d0 += 8 * NV) {
         Vec8 a[RB][NV];
@@ -63,9 +63,9 @@ void AccumulateRows(const float* p, int ld, int n_keys, const float* v, int32_t 
             for (int n = 0; n < NV; ++n) a[r][n] = Load8(acc + r * hd + d0 + 8 * n) * corr[r];
         }
         for (int j = 0; j < n_keys; ++j) {
-            const float* vr = v + static_cast<size_t>(j) * stride + d0;
+            const T* vr = v + static_cast<size_t>(j) * stride + d0;
             Vec8 vv[NV];
-            for (int n = 0; n < NV; ++n) vv[n] = Load8(vr + 8 * n);
+            for (int n = 0; n < NV; ++n) vv[n] = LoadAsF32x8(vr + 8 * n);
 #pragma GCC unroll 4
             for (int r = 0; r < RB; ++r) {
                 const Vec8 pr = Splat8(p[r * ld + j]);
@@ -80,15 +80,16 @@ void AccumulateRows(const float* p, int ld, int n_keys, const float* v, int32_t 
 }
 
 // Head sizes that are not a multiple of 8 (none of the common models): plain loops.
-void AccumulateRowsScalar(int rows, const float* p, int ld, int n_keys, const float* v, int32_t stride, int hd,
+template <typename T>
+void AccumulateRowsScalar(int rows, const float* p, int ld, int n_keys, const T* v, int32_t stride, int hd,
                           const float* corr, float* acc) {
     for (int r = 0; r < rows; ++r) {
         float* ar = acc + static_cast<size_t>(r) * hd;
         for (int i = 0; i < hd; ++i) ar[i] *= corr[r];
         for (int j = 0; j < n_keys; ++j) {
             const float pr = p[static_cast<size_t>(r) * ld + j];
-            const float* vr = v + static_cast<size_t>(j) * stride;
-            for (int i = 0; i < hd; ++i) ar[i] += pr * vr[i];
+            const T* vr = v + static_cast<size_t>(j) * stride;
+            for (int i = 0; i < hd; ++i) ar[i] += pr * AsF32(vr[i]);
         }
     }
 }
@@ -144,13 +145,14 @@ void AttentionTile::Write(int r, float* out) const {
     for (int i = 0; i < hd_; ++i) out[i] = acc[i] * inv;
 }
 
-void AttentionTile::TransposeKeys(const float* k_rows, int32_t stride, int n_keys) {
+template <typename T>
+void AttentionTile::TransposeKeys(const T* k_rows, int32_t stride, int n_keys) {
     // Key rows are read whole (contiguous, what the prefetcher follows);
     // the scattered writes land in kt_, which sits in L1.
     for (int j = 0; j < n_keys; ++j) {
-        const float* src = k_rows + static_cast<size_t>(j) * stride;
+        const T* src = k_rows + static_cast<size_t>(j) * stride;
         float* dst = kt_.data() + j;
-        for (int d = 0; d < hd_; ++d) dst[static_cast<size_t>(d) * ld_] = src[d];
+        for (int d = 0; d < hd_; ++d) dst[static_cast<size_t>(d) * ld_] = AsF32(src[d]);
     }
     const int n_cols = PaddedCols(n_keys);
     for (int d = 0; d < hd_; ++d) {
@@ -159,27 +161,48 @@ void AttentionTile::TransposeKeys(const float* k_rows, int32_t stride, int n_key
     }
 }
 
-// Few rows (decode: one query, its GQA group): transposing K would cost more
-// than the scores, so each key row is dotted with each query directly.
-void AttentionTile::ScoreByDots(int r_begin, const float* k_rows, int32_t stride, int n_keys) {
-    const int hd = hd_;
-    for (int j = 0; j < n_keys; ++j) {
-        const float* kr = k_rows + static_cast<size_t>(j) * stride;
-        for (int r = r_begin; r < rows(); ++r) {
-            const float* q = q_.data() + static_cast<size_t>(r) * hd;
-            Vec8 acc = {};
-            for (int d = 0; d < hd; d += 8) acc += Load8(q + d) * Load8(kr + d);
-            scores_[static_cast<size_t>(r) * ld_ + j] = Sum8(acc);
+// s[r * ld + j] = q[r] . k[j] for RB rows and KB consecutive keys: each K
+// vector is loaded (and widened, for a bf16 cache) once for all the rows,
+// and the KB x RB accumulators are independent chains, so a single decode
+// row does not wait on one FMA after another.
+template <int RB, int KB, typename T>
+void DotRows(const float* q, int hd, const T* k_rows, int32_t stride, float* s, int ld) {
+    Vec8 acc[KB][RB] = {};
+    for (int d = 0; d < hd; d += 8) {
+        for (int b = 0; b < KB; ++b) {
+            const Vec8 kv = LoadAsF32x8(k_rows + static_cast<size_t>(b) * stride + d);
+            for (int r = 0; r < RB; ++r) acc[b][r] += Load8(q + r * hd + d) * kv;
         }
+    }
+    for (int b = 0; b < KB; ++b) {
+        for (int r = 0; r < RB; ++r) s[r * ld + b] = Sum8(acc[b][r]);
     }
 }
 
-void AttentionTile::PrefetchKeys(const PagedKv& kv, size_t off, int n_keys) const {
+// Few rows (decode: one query, its GQA group): transposing K would cost more
+// than the scores, so each key row is dotted with the queries directly, two
+// keys at a time.
+template <typename T>
+void AttentionTile::ScoreByDots(int r_begin, const T* k_rows, int32_t stride, int n_keys) {
+    const int hd = hd_, ld = ld_;
+    ForRowBlocks(r_begin, rows(), [&](auto rb, int r) {
+        constexpr int RB = decltype(rb)::value;
+        const float* q = q_.data() + static_cast<size_t>(r) * hd;
+        float* s = scores_.data() + static_cast<size_t>(r) * ld;
+        int j = 0;
+        for (; j + 2 <= n_keys; j += 2) DotRows<RB, 2>(q, hd, k_rows + static_cast<size_t>(j) * stride, stride, s + j, ld);
+        if (j < n_keys) DotRows<RB, 1>(q, hd, k_rows + static_cast<size_t>(j) * stride, stride, s + j, ld);
+    });
+}
+
+template <typename T>
+void AttentionTile::PrefetchKeys(const T* k_rows, const T* v_rows, int32_t stride, int n_keys) const {
+    constexpr int kPerLine = 64 / sizeof(T);
     for (int j = 0; j < n_keys; ++j) {
-        const size_t row = off + static_cast<size_t>(j) * kv.kv_dim;
-        for (int d = 0; d < hd_; d += 16) {   // one cache line of floats at a time
-            __builtin_prefetch(kv.k + row + d);
-            __builtin_prefetch(kv.v + row + d);
+        const size_t row = static_cast<size_t>(j) * stride;
+        for (int d = 0; d < hd_; d += kPerLine) {   // one cache line at a time
+            __builtin_prefetch(k_rows + row + d);
+            __builtin_prefetch(v_rows + row + d);
         }
     }
 }
@@ -218,7 +241,8 @@ void AttentionTile::MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const At
     }
 }
 
-void AttentionTile::AccumulateV(int r_begin, const float* v_rows, int32_t stride, int n_keys) {
+template <typename T>
+void AttentionTile::AccumulateV(int r_begin, const T* v_rows, int32_t stride, int n_keys) {
     const int hd = hd_, ld = ld_;
     const float* p = scores_.data() + static_cast<size_t>(r_begin) * ld;
     float* acc = acc_.data() + static_cast<size_t>(r_begin) * hd;
@@ -241,6 +265,18 @@ void AttentionTile::AccumulateV(int r_begin, const float* v_rows, int32_t stride
 
 void AttentionTile::Attend(const AttentionSpan& span, const PagedKv& kv, int32_t kv_head, int64_t first_key,
                            int64_t last_key) {
+    if (kv.dtype == DType::kBf16) {
+        AttendChunks(span, static_cast<const uint16_t*>(kv.k), static_cast<const uint16_t*>(kv.v), kv, kv_head,
+                     first_key, last_key);
+    } else {
+        AttendChunks(span, static_cast<const float*>(kv.k), static_cast<const float*>(kv.v), kv, kv_head, first_key,
+                     last_key);
+    }
+}
+
+template <typename T>
+void AttentionTile::AttendChunks(const AttentionSpan& span, const T* k, const T* v, const PagedKv& kv,
+                                 int32_t kv_head, int64_t first_key, int64_t last_key) {
     const int rows = this->rows();
     scores_.resize(static_cast<size_t>(rows) * ld_);
     corr_.resize(rows);
@@ -264,28 +300,14 @@ void AttentionTile::Attend(const AttentionSpan& span, const PagedKv& kv, int32_t
         // The next chunk sits in another block, somewhere else in the pool:
         // no hardware prefetcher can guess it, so ask for its K/V head slices
         // now (decode attention is a stream of such jumps).
-        if (const int64_t next = c0 + n_keys; next <= last_key) PrefetchKeys(kv, chunk_offset(next), chunk_keys(next));
-        const float* v_rows = kv.v + off;
-        int32_t v_stride = kv.kv_dim;
-        if (span.key_depth != nullptr) {
-            // A key this layer lacks may have never-written V: zero it so that
-            // its zero weight cannot meet a NaN.
-            vz_.resize(static_cast<size_t>(ld_) * hd_);
-            for (int j = 0; j < n_keys; ++j) {
-                float* dst = vz_.data() + static_cast<size_t>(j) * hd_;
-                if (span.Holds(c0 + j)) {
-                    std::copy_n(v_rows + static_cast<size_t>(j) * kv.kv_dim, hd_, dst);
-                } else {
-                    std::fill_n(dst, hd_, 0.0f);
-                }
-            }
-            v_rows = vz_.data();
-            v_stride = hd_;
+        if (const int64_t next = c0 + n_keys; next <= last_key) {
+            const size_t next_off = chunk_offset(next);
+            PrefetchKeys(k + next_off, v + next_off, kv.kv_dim, chunk_keys(next));
         }
         if (rows - r_begin <= kDotRows && hd_ % 8 == 0) {
-            ScoreByDots(r_begin, kv.k + off, kv.kv_dim, n_keys);
+            ScoreByDots(r_begin, k + off, kv.kv_dim, n_keys);
         } else {
-            TransposeKeys(kv.k + off, kv.kv_dim, n_keys);
+            TransposeKeys(k + off, kv.kv_dim, n_keys);
             const int n_cols = PaddedCols(n_keys);
             const int hd = hd_, ld = ld_;
             ForRowBlocks(r_begin, rows, [&](auto rb, int r) {
@@ -295,7 +317,19 @@ void AttentionTile::Attend(const AttentionSpan& span, const PagedKv& kv, int32_t
             });
         }
         MaskAndSoftmax(r_begin, c0, n_keys, span);
-        AccumulateV(r_begin, v_rows, v_stride, n_keys);
+        if (span.key_depth != nullptr) {
+            // A key this layer lacks may have never-written V: zero it so that
+            // its zero weight cannot meet a NaN.
+            vz_.resize(static_cast<size_t>(ld_) * hd_);
+            for (int j = 0; j < n_keys; ++j) {
+                float* dst = vz_.data() + static_cast<size_t>(j) * hd_;
+                const T* src = v + off + static_cast<size_t>(j) * kv.kv_dim;
+                for (int d = 0; d < hd_; ++d) dst[d] = span.Holds(c0 + j) ? AsF32(src[d]) : 0.0f;
+            }
+            AccumulateV(r_begin, vz_.data(), hd_, n_keys);
+        } else {
+            AccumulateV(r_begin, v + off, kv.kv_dim, n_keys);
+        }
         c0 += n_keys;
     }
 }

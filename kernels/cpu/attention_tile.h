@@ -45,11 +45,19 @@ public:
     int rows() const { return static_cast<int>(horizon_.size()); }
 
 private:
-    void TransposeKeys(const float* k_rows, int32_t stride, int n_keys);
-    void ScoreByDots(int r_begin, const float* k_rows, int32_t stride, int n_keys);
-    void PrefetchKeys(const PagedKv& kv, size_t off, int n_keys) const;
+    // T is the KV cache's element: float, or uint16_t holding bf16.
+    template <typename T>
+    void AttendChunks(const AttentionSpan& span, const T* k, const T* v, const PagedKv& kv, int32_t kv_head,
+                      int64_t first_key, int64_t last_key);
+    template <typename T>
+    void TransposeKeys(const T* k_rows, int32_t stride, int n_keys);
+    template <typename T>
+    void ScoreByDots(int r_begin, const T* k_rows, int32_t stride, int n_keys);
+    template <typename T>
+    void PrefetchKeys(const T* k_rows, const T* v_rows, int32_t stride, int n_keys) const;
     void MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const AttentionSpan& span);
-    void AccumulateV(int r_begin, const float* v_rows, int32_t stride, int n_keys);
+    template <typename T>
+    void AccumulateV(int r_begin, const T* v_rows, int32_t stride, int n_keys);
 
     int   hd_ = 0;
     int   ld_ = 0;          // columns of kt_ / scores_: the chunk size rounded up to 16

@@ -36,6 +36,13 @@ inline Vec8 LoadBf16x8(const uint16_t* p) {
     return v;
 }
 
+// K/V elements as f32 whatever the cache stores (f32, or bf16 as uint16_t),
+// so one kernel template serves both.
+inline Vec8  LoadAsF32x8(const float* p) { return Load8(p); }
+inline Vec8  LoadAsF32x8(const uint16_t* bf16) { return LoadBf16x8(bf16); }
+inline float AsF32(float x) { return x; }
+inline float AsF32(uint16_t bf16) { return std::bit_cast<float>(static_cast<uint32_t>(bf16) << 16); }
+
 inline float Sum8(Vec8 v) {
     return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }

@@ -139,7 +139,8 @@ typedef enum prepack_policy {
 typedef enum prepack_dtype {
     PREPACK_DTYPE_F32  = 0,    /* f32 weights */
     PREPACK_DTYPE_BF16 = 1     /* bf16 weight matrices: half the memory and of decode's bytes per token;
-                                  bf16 arithmetic on CPUs with native bf16 GEMM (AVX-512 BF16, AMX) */
+                                  bf16 arithmetic on CPUs with native bf16 GEMM (AVX-512 BF16, AMX).
+                                  The KV cache stores bf16 too (as vLLM's kv_cache_dtype "auto") */
 } prepack_dtype;
 
 typedef struct prepack_engine_options {
