@@ -1,0 +1,130 @@
+#include "kernels/cuda/elementwise.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cfloat>
+
+#include "kernels/cuda/reduce.cuh"
+
+namespace prepack::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void RmsNormKernel(const void* x_raw, const float* weight, void* out_raw, int64_t dim, float eps,
+                              bool bf16) {
+    const int64_t r = blockIdx.x;
+    __shared__ float scratch[kThreads / 32];
+    float ss = 0.0f;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+        const float v = LoadAct(x_raw, r * dim + i, bf16);
+        ss += v * v;
+    }
+    ss = BlockSum(ss, scratch);
+    const float scale = rsqrtf(ss / static_cast<float>(dim) + eps);
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+        const float v = LoadAct(x_raw, r * dim + i, bf16);
+        StoreAct(out_raw, r * dim + i, weight[i] * (scale * v), bf16);
+    }
+}
+
+__global__ void GatherKernel(const void* table, bool table_bf16, const int32_t* ids, void* out, int64_t dim,
+                             bool bf16) {
+    const int64_t r = blockIdx.x;
+    const int64_t at = static_cast<int64_t>(ids[r]) * dim;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+        StoreAct(out, r * dim + i, LoadAct(table, at + i, table_bf16), bf16);
+    }
+}
+
+// One block per row; thread i rotates pair i of every head (sincos once per pair and row).
+__global__ void RopeKernel(void* x, bool bf16, int64_t row_stride, int64_t col, int n_heads, int head_dim,
+                           int rope_dim, const int32_t* positions, const float* inv_freq) {
+    const int64_t r = blockIdx.x;
+    const float pos = static_cast<float>(positions[r]);
+    for (int i = threadIdx.x; i < rope_dim / 2; i += blockDim.x) {
+        float s, c;
+        sincosf(pos * inv_freq[i], &s, &c);
+        for (int h = 0; h < n_heads; ++h) {
+            const int64_t p = r * row_stride + col + static_cast<int64_t>(h) * head_dim + 2 * i;
+            const float a = LoadAct(x, p, bf16), b = LoadAct(x, p + 1, bf16);
+            StoreAct(x, p, a * c - b * s, bf16);
+            StoreAct(x, p + 1, a * s + b * c, bf16);
+        }
+    }
+}
+
+__global__ void SwiGluKernel(const void* gu, void* out, int64_t hidden, bool bf16) {
+    const int64_t r = blockIdx.x;
+    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+        const float g = LoadAct(gu, r * 2 * hidden + i, bf16);
+        const float u = LoadAct(gu, r * 2 * hidden + hidden + i, bf16);
+        // sigmoid from e^-|g| <= 1, as on the CPU: no exponential overflows.
+        const float t = __expf(-fabsf(g));
+        const float sigmoid = (g >= 0.0f ? 1.0f : t) / (1.0f + t);
+        StoreAct(out, r * hidden + i, g * sigmoid * u, bf16);
+    }
+}
+
+__global__ void ArgmaxKernel(const float* logits, int64_t vocab, int32_t* ids) {
+    const int64_t r = blockIdx.x;
+    __shared__ float best_v[kThreads];
+    __shared__ int32_t best_i[kThreads];
+    float v = -FLT_MAX;
+    int32_t at = 0;
+    bool any = false;
+    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+        const float x = logits[r * vocab + i];
+        if (!any || x > v) {   // strictly greater: the first index wins within a thread
+            v = x;
+            at = static_cast<int32_t>(i);
+            any = true;
+        }
+    }
+    best_v[threadIdx.x] = any ? v : -FLT_MAX;
+    best_i[threadIdx.x] = any ? at : INT32_MAX;
+    __syncthreads();
+    for (int step = blockDim.x / 2; step > 0; step /= 2) {
+        if (threadIdx.x < step) {
+            const float ov = best_v[threadIdx.x + step];
+            const int32_t oi = best_i[threadIdx.x + step];
+            // Ties go to the lower index, as std::max_element on the CPU.
+            if (ov > best_v[threadIdx.x] || (ov == best_v[threadIdx.x] && oi < best_i[threadIdx.x])) {
+                best_v[threadIdx.x] = ov;
+                best_i[threadIdx.x] = oi;
+            }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) ids[r] = best_i[0];
+}
+
+}  // namespace
+
+void RmsNorm(const void* x, const float* weight, void* out, int64_t rows, int64_t dim, float eps, DType act) {
+    if (rows > 0) RmsNormKernel<<<rows, kThreads>>>(x, weight, out, dim, eps, act == DType::kBf16);
+}
+
+void Gather(const void* table, DType table_dtype, const int32_t* ids, void* out, int64_t rows, int64_t dim,
+            DType act) {
+    if (rows > 0) GatherKernel<<<rows, kThreads>>>(table, table_dtype == DType::kBf16, ids, out, dim, act == DType::kBf16);
+}
+
+void Rope(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
+          const int32_t* positions, const float* inv_freq) {
+    if (rows > 0) {
+        RopeKernel<<<rows, 64>>>(x, act == DType::kBf16, row_stride, col, n_heads, head_dim, rope_dim, positions,
+                                 inv_freq);
+    }
+}
+
+void SwiGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act) {
+    if (rows > 0) SwiGluKernel<<<rows, kThreads>>>(gu, out, hidden, act == DType::kBf16);
+}
+
+void ArgmaxRows(const float* logits, int64_t rows, int64_t vocab, int32_t* ids) {
+    if (rows > 0) ArgmaxKernel<<<rows, kThreads>>>(logits, vocab, ids);
+}
+
+}  // namespace prepack::cuda

@@ -1,0 +1,36 @@
+// Row-wise kernels of the llama block on the GPU, the same operations as
+// kernels/cpu/elementwise.h. Every pointer is a device pointer; `act` is the
+// element type of the activation buffers (f32, or bf16 with f32 arithmetic
+// inside each kernel). Launched on the default stream, asynchronously:
+// Synchronize() (device_buffer.h) reports launch and execution errors.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/matrix.h"
+
+namespace prepack::cuda {
+
+using cpu::DType;
+
+// out[r] = weight * x[r] / rms(x[r]); x and out may be the same buffer.
+void RmsNorm(const void* x, const float* weight, void* out, int64_t rows, int64_t dim, float eps, DType act);
+
+// out[r] = table[ids[r]], rows of width `dim`; ids must be in range (the
+// engine checks them before a step).
+void Gather(const void* table, DType table_dtype, const int32_t* ids, void* out, int64_t rows, int64_t dim,
+            DType act);
+
+// Rotary embedding on pairs (2i, 2i+1) of the first rope_dim dims of each
+// of `n_heads` heads starting at column `col` of each row, in place, at
+// positions[r]; inv_freq has rope_dim / 2 entries.
+void Rope(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
+          const int32_t* positions, const float* inv_freq);
+
+// out[r, i] = silu(gu[r, i]) * gu[r, hidden + i].
+void SwiGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act);
+
+// ids[r] = the first index of the largest of logits[r, 0 .. vocab) (greedy sampling on the device).
+void ArgmaxRows(const float* logits, int64_t rows, int64_t vocab, int32_t* ids);
+
+}  // namespace prepack::cuda

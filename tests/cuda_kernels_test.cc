@@ -1,0 +1,263 @@
+// The CUDA kernels against the CPU kernels (the engine's reference backend)
+// on random shapes: f32 activations to f32 tolerance, bf16 activations and
+// KV to bf16's. Every test skips cleanly where no GPU is usable (CI has
+// nvcc but no GPU: there this file only proves the backend compiles and links).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
+
+namespace prepack::cuda {
+namespace {
+
+using cpu::DType;
+
+#define REQUIRE_GPU() \
+    if (DeviceCount() == 0) GTEST_SKIP() << "no usable CUDA device (no GPU or no driver); skipping"
+
+std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+// Values a bf16 buffer can hold exactly, so CPU and GPU start from the same numbers.
+std::vector<float> RoundedToBf16(std::vector<float> v) {
+    for (float& x : v) x = cpu::Bf16ToF32(cpu::F32ToBf16(x));
+    return v;
+}
+
+// A device copy of `v` stored as `dtype`.
+DeviceBuffer Upload(const std::vector<float>& v, DType dtype) {
+    const size_t bytes = v.size() * (dtype == DType::kBf16 ? 2 : 4);
+    auto b = DeviceBuffer::Allocate(bytes);
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (dtype == DType::kBf16) {
+        std::vector<uint16_t> h(v.size());
+        cpu::F32ToBf16Row(v.data(), h.data(), v.size());
+        EXPECT_TRUE(b->CopyFromHost(h.data(), bytes).ok());
+    } else {
+        EXPECT_TRUE(b->CopyFromHost(v.data(), bytes).ok());
+    }
+    return std::move(*b);
+}
+
+template <typename T>
+DeviceBuffer UploadRaw(const std::vector<T>& v) {
+    auto b = DeviceBuffer::Allocate(v.size() * sizeof(T));
+    EXPECT_TRUE(b.ok()) << b.status();
+    EXPECT_TRUE(b->CopyFromHost(v.data(), v.size() * sizeof(T)).ok());
+    return std::move(*b);
+}
+
+std::vector<float> Download(const DeviceBuffer& b, size_t n, DType dtype) {
+    EXPECT_TRUE(Synchronize("kernel").ok());
+    std::vector<float> v(n);
+    if (dtype == DType::kBf16) {
+        std::vector<uint16_t> h(n);
+        EXPECT_TRUE(b.CopyToHost(h.data(), n * 2).ok());
+        cpu::Bf16ToF32Row(h.data(), v.data(), n);
+    } else {
+        EXPECT_TRUE(b.CopyToHost(v.data(), n * 4).ok());
+    }
+    return v;
+}
+
+// Largest |a - b| relative to the largest |b|.
+double MaxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    double diff = 0.0, scale = 1e-30;
+    for (size_t i = 0; i < a.size(); ++i) {
+        diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
+        scale = std::max(scale, std::fabs(double(b[i])));
+    }
+    return diff / scale;
+}
+
+class CudaKernels : public ::testing::TestWithParam<DType> {
+protected:
+    void SetUp() override { REQUIRE_GPU(); }
+    DType act() const { return GetParam(); }
+    // f32 kernels differ from the CPU by summation order and libm; bf16
+    // outputs are rounded once (2^-9 relative).
+    double tol() const { return act() == DType::kBf16 ? 1e-2 : 2e-5; }
+    std::vector<float> Input(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) const {
+        std::vector<float> v = Random(n, seed, lo, hi);
+        return act() == DType::kBf16 ? RoundedToBf16(std::move(v)) : v;
+    }
+};
+
+TEST_P(CudaKernels, RmsNormMatchesCpu) {
+    for (auto [rows, dim] : {std::pair{1, 64}, {7, 288}, {33, 4096}, {3, 1000}}) {
+        const std::vector<float> x = Input(size_t(rows) * dim, rows + dim), w = Random(dim, 5, 0.5f, 1.5f);
+        std::vector<float> want(x.size());
+        cpu::RmsNorm(x.data(), w.data(), want.data(), rows, dim, 1e-5f);
+        DeviceBuffer dx = Upload(x, act()), dw = Upload(w, DType::kF32), dout = Upload(x, act());
+        RmsNorm(dx.data(), dw.as<float>(), dout.data(), rows, dim, 1e-5f, act());
+        EXPECT_LT(MaxRelDiff(Download(dout, x.size(), act()), want), tol()) << rows << "x" << dim;
+    }
+}
+
+TEST_P(CudaKernels, GatherMatchesCpuForF32AndBf16Tables) {
+    const int vocab = 300, dim = 96, rows = 17;
+    const std::vector<float> table = RoundedToBf16(Random(size_t(vocab) * dim, 3));
+    std::vector<int32_t> ids(rows);
+    for (int r = 0; r < rows; ++r) ids[r] = (r * 131 + 7) % vocab;
+    std::vector<float> want(size_t(rows) * dim);
+    cpu::Gather(cpu::Matrix{table.data(), nullptr}, ids.data(), want.data(), rows, dim);
+    DeviceBuffer dids = UploadRaw(ids);
+    for (DType table_dtype : {DType::kF32, DType::kBf16}) {
+        DeviceBuffer dt = Upload(table, table_dtype), dout = Upload(want, act());
+        Gather(dt.data(), table_dtype, dids.as<int32_t>(), dout.data(), rows, dim, act());
+        // Exact: the table's values are bf16-representable.
+        EXPECT_EQ(MaxRelDiff(Download(dout, want.size(), act()), want), 0.0) << DTypeName(table_dtype);
+    }
+}
+
+TEST_P(CudaKernels, RopeMatchesCpu) {
+    const int rows = 9, n_heads = 6, head_dim = 64, rope_dim = 32, col = 128, stride = 128 + n_heads * head_dim + 16;
+    std::vector<float> x = Input(size_t(rows) * stride, 8), inv_freq(rope_dim / 2);
+    for (int i = 0; i < rope_dim / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rope_dim);
+    std::vector<int32_t> pos(rows);
+    for (int r = 0; r < rows; ++r) pos[r] = r * 517;   // large angles too
+    DeviceBuffer dx = Upload(x, act()), dpos = UploadRaw(pos), dfreq = UploadRaw(inv_freq);
+    cpu::Rope(x.data(), rows, stride, col, n_heads, head_dim, rope_dim, pos.data(), inv_freq.data());
+    Rope(dx.data(), act(), rows, stride, col, n_heads, head_dim, rope_dim, dpos.as<int32_t>(), dfreq.as<float>());
+    EXPECT_LT(MaxRelDiff(Download(dx, x.size(), act()), x), act() == DType::kBf16 ? 1e-2 : 1e-4);
+}
+
+TEST_P(CudaKernels, SwiGluMatchesCpuIncludingHugeGates) {
+    const int rows = 5, hidden = 700;
+    std::vector<float> gu = Input(size_t(rows) * 2 * hidden, 4, -12.0f, 12.0f);
+    gu[0] = 120.0f;
+    gu[1] = -120.0f;
+    std::vector<float> want(size_t(rows) * hidden);
+    cpu::SwiGlu(gu.data(), want.data(), rows, hidden);
+    DeviceBuffer dgu = Upload(gu, act()), dout = Upload(want, act());
+    SwiGlu(dgu.data(), dout.data(), rows, hidden, act());
+    EXPECT_LT(MaxRelDiff(Download(dout, want.size(), act()), want), tol());
+}
+
+TEST_P(CudaKernels, LinearMatchesCpu) {
+    auto blas = Blas::Create();
+    ASSERT_TRUE(blas.ok()) << blas.status();
+    for (auto [m, n, k] : {std::tuple{1, 96, 64}, {16, 300, 288}, {40, 64, 1000}}) {
+        const std::vector<float> x = Input(size_t(m) * k, 1 + m), w = Input(size_t(n) * k, 2 + n);
+        std::vector<float> y0 = Input(size_t(m) * n, 3), want = y0;
+        cpu::Linear(x.data(), cpu::Matrix{w.data(), nullptr}, want.data(), m, n, k, /*accumulate=*/true);
+        DeviceBuffer dx = Upload(x, act()), dw = Upload(w, act()), dy = Upload(y0, act());
+        ASSERT_TRUE((*blas)->Linear(dx.data(), dw.data(), dy.data(), m, n, k, true, act()).ok());
+        EXPECT_LT(MaxRelDiff(Download(dy, want.size(), act()), want), act() == DType::kBf16 ? 1e-2 : 1e-5)
+            << m << "x" << n << "x" << k;
+    }
+}
+
+// Ragged spans over scattered blocks, GQA, block sizes that do and do not
+// divide the spans, against cpu::PagedAttention; the KV cache in f32 and bf16.
+TEST_P(CudaKernels, PagedAttentionMatchesCpu) {
+    std::mt19937 rng(11);
+    for (int head_dim : {64, 128, 24}) {
+        for (int block : {16, 5}) {
+            for (DType kv_dtype : {DType::kF32, DType::kBf16}) {
+                const int kv_heads = 2, heads = 6, kv_dim = kv_heads * head_dim, width = heads * head_dim;
+                const std::vector<int> n_q = {1, 37, 5, 300}, before = {200, 0, 61, 10};
+                int total = 0, blocks_needed = 0;
+                for (size_t s = 0; s < n_q.size(); ++s) {
+                    total += n_q[s];
+                    blocks_needed += (n_q[s] + before[s] + block - 1) / block;
+                }
+                // Blocks handed out in a shuffled order, as a pool does.
+                std::vector<int32_t> ids(blocks_needed);
+                for (int i = 0; i < blocks_needed; ++i) ids[i] = i;
+                std::shuffle(ids.begin(), ids.end(), rng);
+                std::vector<float> k = Random(size_t(blocks_needed) * block * kv_dim, 20),
+                                   v = Random(k.size(), 21), q = Input(size_t(total) * width, 22);
+                if (kv_dtype == DType::kBf16) {
+                    k = RoundedToBf16(std::move(k));
+                    v = RoundedToBf16(std::move(v));
+                }
+                std::vector<cpu::AttentionSpan> spans;
+                std::vector<int32_t> horizon, table_begin, tables;
+                for (size_t s = 0, row = 0, next = 0; s < n_q.size(); row += n_q[s], ++s) {
+                    const int nb = (n_q[s] + before[s] + block - 1) / block;
+                    const int32_t begin = static_cast<int32_t>(tables.size());
+                    tables.insert(tables.end(), ids.begin() + next, ids.begin() + next + nb);
+                    next += nb;
+                    for (int i = 0; i < n_q[s]; ++i) {
+                        horizon.push_back(before[s] + i);
+                        table_begin.push_back(begin);
+                    }
+                    spans.push_back({int64_t(row), n_q[s], before[s], nullptr});
+                }
+                for (size_t s = 0, at = 0; s < spans.size(); ++s) {
+                    spans[s].blocks = tables.data() + at;
+                    at += (n_q[s] + before[s] + block - 1) / block;
+                }
+                const cpu::AttentionShape shape{heads, kv_heads, head_dim, width, width};
+                std::vector<float> want(q.size());
+                cpu::PagedAttention(q.data(), want.data(), shape, spans.data(), int32_t(spans.size()),
+                                    cpu::PagedKv{k.data(), v.data(), block, kv_dim});
+                DeviceBuffer dq = Upload(q, act()), dout = Upload(q, act()), dk = Upload(k, kv_dtype),
+                             dv = Upload(v, kv_dtype), dh = UploadRaw(horizon), db = UploadRaw(table_begin),
+                             dt = UploadRaw(tables);
+                const DeviceRows rows{total, dh.as<int32_t>(), db.as<int32_t>(), dt.as<int32_t>()};
+                ASSERT_TRUE(PagedAttention(dq.data(), dout.data(), act(), shape, rows,
+                                           cpu::PagedKv{dk.data(), dv.data(), block, kv_dim, kv_dtype}));
+                EXPECT_LT(MaxRelDiff(Download(dout, q.size(), act()), want), act() == DType::kBf16 ? 1e-2 : 1e-5)
+                    << "head_dim " << head_dim << " block " << block << " kv " << DTypeName(kv_dtype);
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Activations, CudaKernels, ::testing::Values(DType::kF32, DType::kBf16),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+TEST(CudaArgmax, FirstIndexOfTheLargestAsOnTheCpu) {
+    REQUIRE_GPU();
+    const int rows = 4, vocab = 32000;
+    std::vector<float> logits = Random(size_t(rows) * vocab, 9);
+    logits[size_t(1) * vocab + 31999] = 5.0f;   // the last column
+    logits[size_t(2) * vocab + 10] = 5.0f;      // a tie: the first wins
+    logits[size_t(2) * vocab + 20000] = 5.0f;
+    logits[size_t(3) * vocab + 0] = 5.0f;
+    DeviceBuffer dl = Upload(logits, DType::kF32);
+    auto dids = DeviceBuffer::Allocate(rows * sizeof(int32_t));
+    ASSERT_TRUE(dids.ok());
+    ArgmaxRows(dl.as<float>(), rows, vocab, dids->as<int32_t>());
+    ASSERT_TRUE(Synchronize("argmax").ok());
+    std::vector<int32_t> got(rows);
+    ASSERT_TRUE(dids->CopyToHost(got.data(), rows * sizeof(int32_t)).ok());
+    for (int r = 0; r < rows; ++r) {
+        const float* l = logits.data() + size_t(r) * vocab;
+        EXPECT_EQ(got[r], std::max_element(l, l + vocab) - l) << "row " << r;
+    }
+}
+
+TEST(CudaMemory, AnImpossibleAllocationIsResourceExhaustedNotACrash) {
+    REQUIRE_GPU();
+    auto b = DeviceBuffer::Allocate(size_t{1} << 50);   // 1 PiB
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted) << b.status();
+    // The device is still usable afterwards.
+    auto small = DeviceBuffer::Allocate(1024);
+    ASSERT_TRUE(small.ok()) << small.status();
+    EXPECT_TRUE(Synchronize("after a failed allocation").ok());
+}
+
+}  // namespace
+}  // namespace prepack::cuda
