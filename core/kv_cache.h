@@ -4,8 +4,9 @@
 // Storage is one anonymous mapping laid out [layer][K|V][block][slot][kv_dim],
 // so one layer's blocks are contiguous for attention and pages that are never
 // used are never touched. Elements are f32 or bf16 (vLLM's kv_cache_dtype,
-// llama.cpp's cache type): bf16 halves the bytes that batched decode at long
-// contexts spends most of its time reading; attention widens it in registers. Blocks are reference-counted so sequences can share
+// llama.cpp's cache type): bf16 holds twice the tokens in the same budget
+// and halves the bytes attention reads; the kernels widen it in registers.
+// Blocks are reference-counted so sequences can share
 // a prefix's blocks (BatchLLM / prefix caching); a block returns to the free
 // list when its last reference is dropped. The pool is thread-safe.
 #pragma once

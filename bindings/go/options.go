@@ -11,12 +11,12 @@ const (
 	BatchLLM Policy = 2 // GenerateBatch groups prompts by a global prefix tree
 )
 
-// DType is how an engine stores its weight matrices.
+// DType is how an engine stores its weight matrices and its KV cache.
 type DType int
 
 const (
 	F32  DType = 0 // f32 weights
-	BF16 DType = 1 // bf16 weight matrices: half the memory and of the bytes read per decoded token
+	BF16 DType = 1 // bf16 weight matrices and KV cache: half the memory and of the bytes read per decoded token
 )
 
 // Device is where the engine computes.
