@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -221,6 +222,39 @@ TEST_P(CudaKernels, PagedAttentionMatchesCpu) {
                     << "head_dim " << head_dim << " block " << block << " kv " << DTypeName(kv_dtype);
             }
         }
+    }
+}
+
+// Rows of three sequences (their block tables scattered over the pool)
+// append their K/V; every other slot of the slabs is left as it was.
+TEST_P(CudaKernels, AppendKvWritesEachRowAtItsSlot) {
+    const int kv_dim = 48, q_dim = 96, stride = q_dim + 2 * kv_dim, block = 4, n_blocks = 12;
+    // Sequence 0 holds blocks {7, 2}, 1 holds {5}, 2 holds {0, 9, 3}; rows append at these slots.
+    const std::vector<int32_t> tables = {7, 2, 5, 0, 9, 3};
+    const std::vector<int32_t> table_begin = {0, 0, 0, 2, 2, 3, 3, 3};
+    const std::vector<int32_t> slots = {5, 6, 7, 0, 3, 8, 9, 10};
+    const int rows = static_cast<int>(slots.size());
+    const std::vector<float> qkv = Input(size_t(rows) * stride, 30);
+    for (DType kv_dtype : {DType::kF32, DType::kBf16}) {
+        std::vector<float> k(size_t(n_blocks) * block * kv_dim, 7.0f), v(k.size(), -7.0f);
+        DeviceBuffer dk = Upload(k, kv_dtype), dv = Upload(v, kv_dtype), dqkv = Upload(qkv, act()),
+                     ds = UploadRaw(slots), db = UploadRaw(table_begin), dt = UploadRaw(tables);
+        AppendKv(dqkv.data(), act(), stride, q_dim, DeviceRows{rows, ds.as<int32_t>(), db.as<int32_t>(), dt.as<int32_t>()},
+                 cpu::PagedKv{dk.data(), dv.data(), block, kv_dim, kv_dtype});
+        for (int r = 0; r < rows; ++r) {
+            const int32_t b = tables[table_begin[r] + slots[r] / block];
+            const size_t dst = (size_t(b) * block + slots[r] % block) * kv_dim;
+            for (int i = 0; i < kv_dim; ++i) {
+                k[dst + i] = qkv[size_t(r) * stride + q_dim + i];
+                v[dst + i] = qkv[size_t(r) * stride + q_dim + kv_dim + i];
+            }
+        }
+        if (kv_dtype == DType::kBf16) {
+            k = RoundedToBf16(std::move(k));
+            v = RoundedToBf16(std::move(v));
+        }
+        EXPECT_EQ(MaxRelDiff(Download(dk, k.size(), kv_dtype), k), 0.0) << DTypeName(kv_dtype);
+        EXPECT_EQ(MaxRelDiff(Download(dv, v.size(), kv_dtype), v), 0.0) << DTypeName(kv_dtype);
     }
 }
 

@@ -69,7 +69,31 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
     }
 }
 
+// One block per row: K then V, kv_dim elements each, coalesced.
+__global__ void AppendKvKernel(const void* qkv, bool act_bf16, int64_t qkv_stride, int64_t k_col,
+                               const int32_t* slots, const int32_t* table_begin, const int32_t* tables, void* k,
+                               void* v, int block_size, int kv_dim, bool kv_bf16) {
+    const int64_t row = blockIdx.x;
+    const int32_t slot = slots[row];
+    const int64_t dst =
+        (static_cast<int64_t>(tables[table_begin[row] + slot / block_size]) * block_size + slot % block_size) * kv_dim;
+    const int64_t src = row * qkv_stride + k_col;
+    for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
+        StoreAct(k, dst + i, LoadAct(qkv, src + i, act_bf16), kv_bf16);
+        StoreAct(v, dst + i, LoadAct(qkv, src + kv_dim + i, act_bf16), kv_bf16);
+    }
+}
+
 }  // namespace
+
+void AppendKv(const void* qkv, cpu::DType act, int64_t qkv_stride, int64_t k_col, const DeviceRows& rows,
+              const cpu::PagedKv& kv) {
+    if (rows.rows == 0) return;
+    // The cache's slabs are written here: the pointers in `kv` are const only for the readers.
+    AppendKvKernel<<<static_cast<unsigned>(rows.rows), kThreads>>>(
+        qkv, act == cpu::DType::kBf16, qkv_stride, k_col, rows.horizon, rows.table_begin, rows.tables,
+        const_cast<void*>(kv.k), const_cast<void*>(kv.v), kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16);
+}
 
 bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape, const DeviceRows& rows,
                     const cpu::PagedKv& kv) {

@@ -19,6 +19,13 @@ struct DeviceRows {
     const int32_t* tables;        // block tables, concatenated
 };
 
+// Stores each row's K and V (kv_dim elements each, from column `k_col` of
+// the rows of `qkv`, stride `qkv_stride`, dtype `act`) into the paged slabs
+// of `kv` at the row's own position (rows.horizon), rounded to the cache's
+// dtype: the forward pass's KV append, before attention reads it.
+void AppendKv(const void* qkv, cpu::DType act, int64_t qkv_stride, int64_t k_col, const DeviceRows& rows,
+              const cpu::PagedKv& kv);
+
 // q and out: device buffers of `act` with the strides of `shape`; k and v:
 // one layer's slabs of `kv` dtype (the pointers in `kv` are device
 // pointers). False, launching nothing, for a head_dim above 512.
