@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include "core/aligned_buffer.h"
 #include "core/runtime.h"
 #include "kernels/cpu/bf16.h"
@@ -88,5 +90,41 @@ double MeasureReadBandwidthGbps(size_t bytes, int reps) {
     return static_cast<double>(n * sizeof(float)) / *std::min_element(t.begin(), t.end()) / 1e9;
 }
 
+PrepackProbe MeasurePrepackedWeights(int64_t m, int64_t n, int64_t k, int reps) {
+    using dnnl::memory;
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::stream stream(engine);
+    AlignedFloats x(m * k), w(n * k), y(m * n);
+    for (int64_t i = 0; i < m * k; ++i) x[i] = static_cast<float>(i % 7) * 0.1f;
+    for (int64_t i = 0; i < n * k; ++i) w[i] = static_cast<float>(i % 5) * 0.1f;
+    // The engine's weights are [n, k] row-major, i.e. a k x n matrix with strides (1, k).
+    const memory::desc src({m, k}, memory::data_type::f32, memory::dims{k, 1});
+    const memory::desc plain({k, n}, memory::data_type::f32, memory::dims{1, k});
+    const memory::desc any({k, n}, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc dst({m, n}, memory::data_type::f32, memory::dims{n, 1});
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, dst), engine);
+    memory wplain(plain, engine, w.data()), wpacked(pd.weights_desc(), engine);
+    dnnl::reorder(wplain, wpacked).execute(stream, wplain, wpacked);   // once, as at load
+    stream.wait();
+    const dnnl::matmul packed(pd);
+    memory ms(src, engine, x.data()), md(dst, engine, y.data());
+
+    PrepackProbe p;
+    // A layout other than ours but unblocked (oneDNN often asks for k x n
+    // row-major, the transpose of ours) is only a transpose: sgemm reads
+    // ours as fast. Blocked means inner blocks (AVX-512 brgemm panels).
+    p.blocked = pd.weights_desc().data.format_desc.blocking.inner_nblks > 0;
+    const double flops = 2.0 * m * n * k;
+    auto best = [&](const std::function<void()>& fn) {
+        std::vector<double> t = TimeRuns(fn, 1, reps);
+        return flops / *std::min_element(t.begin(), t.end()) / 1e9;
+    };
+    p.engine_gflops = best([&] { cpu::Linear(x.data(), cpu::Matrix{w.data()}, y.data(), m, n, k, false); });
+    p.packed_gflops = best([&] {
+        packed.execute(stream, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, wpacked}, {DNNL_ARG_DST, md}});
+        stream.wait();
+    });
+    return p;
+}
 
 }  // namespace prepack::cli

@@ -3,6 +3,7 @@
 // compares against, measured by the same binary in the same run.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -23,6 +24,18 @@ double MeasureBf16GemmPeakGflops(int n = 2048, int reps = 5);
 // Memory read bandwidth in GB/s: all threads summing a buffer far larger
 // than the caches (best of several passes).
 double MeasureReadBandwidthGbps(size_t bytes = size_t{512} << 20, int reps = 5);
+
+// Whether pre-packing f32 weights at load would pay: the engine's product
+// (sgemm, which packs the weights on every call) against oneDNN's matmul
+// with the weights reordered once into the layout that primitive asks for
+// (format_tag::any), on an m x n x k product. `blocked` says whether that
+// layout is a blocked one (if not, it is plain row- or column-major and
+// there is nothing to pre-pack), best of `reps` each.
+struct PrepackProbe {
+    bool   blocked = false;
+    double engine_gflops = 0.0, packed_gflops = 0.0;
+};
+PrepackProbe MeasurePrepackedWeights(int64_t m, int64_t n, int64_t k, int reps = 7);
 
 
 }  // namespace prepack::cli

@@ -96,7 +96,7 @@ TEST(BenchForwardCli, JsonReportsCeilingsAndEfficiencies) {
     const auto j = nlohmann::json::parse(out);
     for (const char* key : {"prefill_tokens_per_s", "prefill_gflops", "gemm_peak_gflops", "prefill_efficiency",
                             "decode_tokens_per_s", "decode_gbps", "mem_bandwidth_gbps", "decode_efficiency",
-                            "decode_batch_tokens_per_s"}) {
+                            "decode_batch_tokens_per_s", "prepacked_weights_speedup"}) {
         ASSERT_TRUE(j.contains(key)) << key;
         EXPECT_GT(j[key].get<double>(), 0.0) << key;
     }
@@ -107,6 +107,7 @@ TEST(BenchForwardCli, JsonReportsCeilingsAndEfficiencies) {
                 j["decode_gbps"].get<double>() / j["mem_bandwidth_gbps"].get<double>(), 1e-9);
     EXPECT_EQ(j["decode_batch"], 4);
     EXPECT_EQ(j["kv_dtype"], "f32");
+    EXPECT_TRUE(j["prepacked_weights_blocked"].is_boolean());
 }
 
 // (The default, f32 and f32, is checked above.)
