@@ -227,9 +227,8 @@ prepack_status prepack_engine_create(const prepack_engine_options* options, prep
         }
         if (o.model == nullptr || o.model[0] == '\0') return Fail(PREPACK_INVALID_ARGUMENT, "options.model is empty");
         const int64_t device = RawEnum(o.device), policy = RawEnum(o.policy), dtype = RawEnum(o.dtype);
-        if (device != PREPACK_DEVICE_CPU) {
-            return Fail(device == PREPACK_DEVICE_CUDA ? PREPACK_UNIMPLEMENTED : PREPACK_INVALID_ARGUMENT,
-                        "options.device: only PREPACK_DEVICE_CPU is available in this build");
+        if (device != PREPACK_DEVICE_CPU && device != PREPACK_DEVICE_CUDA) {
+            return Fail(PREPACK_INVALID_ARGUMENT, absl::StrCat("options.device ", device, " is not a prepack_device"));
         }
         if (policy != PREPACK_POLICY_FCFS && policy != PREPACK_POLICY_LRU && policy != PREPACK_POLICY_BATCHLLM) {
             return Fail(PREPACK_INVALID_ARGUMENT, absl::StrCat("options.policy ", policy, " is not a prepack_policy"));
@@ -243,6 +242,7 @@ prepack_status prepack_engine_create(const prepack_engine_options* options, prep
         }
         prepack::EngineOptions eo;
         eo.model = o.model;
+        eo.device = device == PREPACK_DEVICE_CUDA ? prepack::Device::kCuda : prepack::Device::kCpu;
         eo.dtype = dtype == PREPACK_DTYPE_BF16 ? prepack::cpu::DType::kBf16 : prepack::cpu::DType::kF32;
         eo.threads = o.threads;
         eo.kv_budget_bytes = o.kv_budget_bytes;

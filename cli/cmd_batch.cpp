@@ -60,9 +60,6 @@ int Run(const BatchOptions& o) {
     if (requests.empty()) return 0;
 
     const EngineOptions eo = EngineOptionsFrom(o.common, o.max_batch_tokens, o.max_running, *policy);
-    if (o.common.device != "cpu") {
-        return Fail(absl::UnimplementedError("only --device cpu is available in this build"));
-    }
     absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(eo);
     if (!engine.ok()) return Fail(engine.status());
     EndPartialLine(o.output);

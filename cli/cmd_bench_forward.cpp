@@ -8,9 +8,11 @@
 #include "cli/bench_util.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "core/cuda_module.h"
 #include "core/forward.h"
 #include "core/runtime.h"
 #include "kernels/cpu/gemm.h"
+
 
 namespace prepack::cli {
 namespace {
@@ -34,6 +36,43 @@ std::vector<int32_t> PromptIds(int32_t n, int32_t vocab) {
     return ids;
 }
 
+// What prefill and decode are compared against, measured in this run.
+struct Ceilings {
+    double peak_f32 = 0.0, peak_bf16 = 0.0;   // GEMM GFLOP/s
+    double bandwidth = 0.0;                   // GB/s: CPU read bandwidth, GPU copy bandwidth
+    bool   prepack_blocked = false;           // CPU: would pre-packing weights pay?
+    double prepack_speedup = 0.0;
+};
+
+absl::StatusOr<Ceilings> CpuCeilings(const ModelConfig& c, int32_t rows) {
+    Ceilings x;
+    x.peak_f32 = MeasureGemmPeakGflops();
+    x.peak_bf16 = MeasureBf16GemmPeakGflops();
+    x.bandwidth = MeasureReadBandwidthGbps();
+    // The layer's four products at the prompt's rows: the engine's path vs
+    // the weights in oneDNN's preferred layout.
+    double engine_s = 0.0, packed_s = 0.0;
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{c.qkv_dim(), c.dim}, {c.dim, c.q_dim()},
+                              {2 * int64_t{c.hidden_dim}, c.dim}, {c.dim, c.hidden_dim}}) {
+        const PrepackProbe p = MeasurePrepackedWeights(rows, n, k);
+        const double gflop = 2.0 * rows * n * k / 1e9;
+        x.prepack_blocked |= p.blocked;
+        engine_s += gflop / p.engine_gflops;
+        packed_s += gflop / p.packed_gflops;
+    }
+    x.prepack_speedup = engine_s / packed_s;
+    return x;
+}
+
+absl::StatusOr<Ceilings> GpuCeilings() {
+    PP_ASSIGN_OR_RETURN(const CudaModule* cuda, LoadCudaModule());
+    Ceilings x;
+    PP_ASSIGN_OR_RETURN(x.peak_f32, cuda->gemm_peak_gflops(cpu::DType::kF32));
+    PP_ASSIGN_OR_RETURN(x.peak_bf16, cuda->gemm_peak_gflops(cpu::DType::kBf16));
+    PP_ASSIGN_OR_RETURN(x.bandwidth, cuda->copy_bandwidth_gbps());
+    return x;
+}
+
 int Run(const BenchForwardOptions& o) {
     const int64_t ctx = int64_t{o.prompt_tokens} + o.decode_tokens;
     absl::StatusOr<Loaded> loaded = Load(o.common, ctx * (o.decode_batch + 1));
@@ -44,32 +83,21 @@ int Run(const BenchForwardOptions& o) {
         return Fail(absl::InvalidArgumentError(absl::StrCat(
             "--prompt-tokens + --decode-tokens = ", ctx, " exceeds the context of ", c.max_context)));
     }
-    ForwardPass forward(model, *loaded->pool);
+    StepRunner& forward = *loaded->runner;
     const std::vector<int32_t> prompt = PromptIds(o.prompt_tokens, c.vocab_size);
     StepOutput out;
     absl::Status status;
     BlockTable kv;
     if (status = kv.Reserve(*loaded->pool, static_cast<int32_t>(ctx)); !status.ok()) return Fail(status);
 
-    std::fprintf(stderr, "bench forward: %s, %d threads, measuring GEMM peak and memory bandwidth...\n",
-                 c.name.c_str(), NumThreads());
-    const double peak_f32 = MeasureGemmPeakGflops();
-    const double peak_bf16 = MeasureBf16GemmPeakGflops();
+    const bool gpu = o.common.device == "cuda";
+    std::fprintf(stderr, "bench forward: %s on %s, measuring GEMM peak and memory bandwidth...\n", c.name.c_str(),
+                 gpu ? "cuda" : absl::StrCat(NumThreads(), " CPU threads").c_str());
+    absl::StatusOr<Ceilings> ceil = gpu ? GpuCeilings() : CpuCeilings(c, o.prompt_tokens);
+    if (!ceil.ok()) return Fail(ceil.status());
     const bool bf16 = model.weights().dtype == cpu::DType::kBf16;
-    const double peak = bf16 ? peak_bf16 : peak_f32;   // the ceiling of the arithmetic this model runs
-    const double bandwidth = MeasureReadBandwidthGbps();
-    // Would pre-packing the weights at load pay? The layer's four products
-    // at the prompt's rows, engine path vs weights in oneDNN's preferred layout.
-    bool prepack_blocked = false;
-    double engine_s = 0.0, packed_s = 0.0;
-    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{c.qkv_dim(), c.dim}, {c.dim, c.q_dim()},
-                              {2 * int64_t{c.hidden_dim}, c.dim}, {c.dim, c.hidden_dim}}) {
-        const PrepackProbe p = MeasurePrepackedWeights(o.prompt_tokens, n, k);
-        const double gflop = 2.0 * o.prompt_tokens * n * k / 1e9;
-        prepack_blocked |= p.blocked;
-        engine_s += gflop / p.engine_gflops;
-        packed_s += gflop / p.packed_gflops;
-    }
+    // The ceiling of the arithmetic this model runs.
+    const double peak = bf16 ? ceil->peak_bf16 : ceil->peak_f32, bandwidth = ceil->bandwidth;
 
     std::fprintf(stderr, "bench forward: prefill of %d tokens x %d...\n", o.prompt_tokens, o.reps);
     auto prefill = [&] {
@@ -147,8 +175,8 @@ int Run(const BenchForwardOptions& o) {
         {"prefill_tokens_per_s", n / prefill_s},
         {"prefill_gflops", prefill_gflops},
         {"gemm_peak_gflops", peak},
-        {"gemm_peak_f32_gflops", peak_f32},
-        {"gemm_peak_bf16_gflops", peak_bf16},
+        {"gemm_peak_f32_gflops", ceil->peak_f32},
+        {"gemm_peak_bf16_gflops", ceil->peak_bf16},
         {"prefill_efficiency", prefill_gflops / peak},
         {"decode_seconds", decode_s},
         {"decode_tokens_per_s", decode_tps},
@@ -160,11 +188,14 @@ int Run(const BenchForwardOptions& o) {
         {"decode_batch_speedup", decode_tps > 0 ? batch_tps / decode_tps : 0.0},
         {"dtype", cpu::DTypeName(model.weights().dtype)},
         {"kv_dtype", cpu::DTypeName(kv_dtype)},
-        {"bf16_gemm_available", cpu::HasNativeBf16Gemm()},
-        {"bf16_gemm_path", cpu::Bf16GemmPath()},
-        {"prepacked_weights_blocked", prepack_blocked},
-        {"prepacked_weights_speedup", engine_s / packed_s},
+        {"device", o.common.device},
     };
+    if (!gpu) {
+        j["bf16_gemm_available"] = cpu::HasNativeBf16Gemm();
+        j["bf16_gemm_path"] = cpu::Bf16GemmPath();
+        j["prepacked_weights_blocked"] = ceil->prepack_blocked;
+        j["prepacked_weights_speedup"] = ceil->prepack_speedup;
+    }
     if (o.common.json) {
         std::printf("%s\n", j.dump().c_str());
         return 0;
@@ -177,8 +208,10 @@ int Run(const BenchForwardOptions& o) {
                 n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, peak);
     std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights + KV  (%.0f%% of read bandwidth %.1f GB/s)\n",
                 decode_tps, decode_gbps, 100.0 * decode_gbps / bandwidth, bandwidth);
-    std::printf("  f32 weights pre-packed in oneDNN's layout (%s): layer products %.2fx the engine's\n",
-                prepack_blocked ? "blocked" : "plain: nothing to pack", engine_s / packed_s);
+    if (!gpu) {
+        std::printf("  f32 weights pre-packed in oneDNN's layout (%s): layer products %.2fx the engine's\n",
+                    ceil->prepack_blocked ? "blocked" : "plain: nothing to pack", ceil->prepack_speedup);
+    }
     if (batch_tps > 0) {
         std::printf("  decode x%-3d %9.1f tokens/s  (%.2fx batch 1)\n", o.decode_batch, batch_tps, batch_tps / decode_tps);
     }

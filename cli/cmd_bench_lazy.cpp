@@ -60,7 +60,7 @@ int Run(const BenchLazyOptions& o) {
     if (!schedule.ok()) return Fail(schedule.status());
     LazySchedule keep_all = *schedule;
     for (LazyPoint& p : keep_all) p.keep = 1.0f;
-    ForwardPass forward(model, *loaded->pool);
+    StepRunner& forward = *loaded->runner;
 
     nlohmann::json results = nlohmann::json::array();
     for (int32_t n : lengths) {

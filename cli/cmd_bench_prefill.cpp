@@ -57,6 +57,8 @@ int Run(const BenchPrefillOptions& o) {
 
     absl::StatusOr<Loaded> loaded = Load(o.common, 0, /*with_kv=*/false);
     if (!loaded.ok()) return Fail(loaded.status());
+    const absl::StatusOr<Device> device = ParseDevice(o.common.device);
+    if (!device.ok()) return Fail(device.status());
     const Model& model = *loaded->model;
     const ModelConfig& c = model.config();
     absl::StatusOr<std::vector<int32_t>> lengths =
@@ -80,8 +82,7 @@ int Run(const BenchPrefillOptions& o) {
     struct Run {
         PrefillLayout                layout;
         PrefillPlan                  plan;
-        std::unique_ptr<KvBlockPool> pool;
-        std::unique_ptr<ForwardPass> forward;
+        Backend                      backend;
         PrefillResult                last;
         std::vector<double>          seconds;
     };
@@ -90,11 +91,10 @@ int Run(const BenchPrefillOptions& o) {
         absl::StatusOr<PrefillPlan> plan = PlanPrefill(layout, prompts, lo);
         if (!plan.ok()) return Fail(plan.status());
         const uint64_t need = EstimatePeakBytes(c, *plan, o.common.kv_block);
-        absl::StatusOr<std::unique_ptr<KvBlockPool>> pool =
-            KvBlockPool::Create(c, o.common.kv_block, need + (64ull << 20), KvDType(o.common, model));
-        if (!pool.ok()) return Fail(pool.status());
-        Run r{layout, std::move(*plan), std::move(*pool), nullptr, {}, {}};
-        r.forward = std::make_unique<ForwardPass>(model, *r.pool);
+        absl::StatusOr<Backend> backend = CreateBackend(model, *device, o.common.kv_block, need + (64ull << 20),
+                                                        0, KvDType(o.common, model));
+        if (!backend.ok()) return Fail(backend.status());
+        Run r{layout, std::move(*plan), std::move(*backend), {}, {}};
         std::fprintf(stderr, "bench prefill: %-6s %d rows, %lld computed tokens\n", PrefillLayoutName(layout),
                      r.plan.rows, static_cast<long long>(r.plan.computed_tokens));
         runs.push_back(std::move(r));
@@ -104,7 +104,7 @@ int Run(const BenchPrefillOptions& o) {
         std::vector<BlockTable*> kv;
         for (BlockTable& t : tables) kv.push_back(&t);
         const double t0 = NowSeconds();
-        absl::StatusOr<PrefillResult> res = RunPrefill(*r.forward, r.plan, kv);
+        absl::StatusOr<PrefillResult> res = RunPrefill(*r.backend.runner, r.plan, kv);
         const double dt = NowSeconds() - t0;
         if (!res.ok()) return res.status();
         r.last = std::move(*res);

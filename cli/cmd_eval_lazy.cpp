@@ -67,7 +67,7 @@ int32_t Argmax(const std::vector<float>& v) {
     return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
-absl::StatusOr<GenerateResult> Greedy(ForwardPass& forward, std::vector<int32_t> prompt, int32_t n,
+absl::StatusOr<GenerateResult> Greedy(StepRunner& forward, std::vector<int32_t> prompt, int32_t n,
                                       const LazySchedule* lazy) {
     GenerateRequest r;
     r.prompt_tokens = std::move(prompt);
@@ -81,7 +81,7 @@ absl::StatusOr<GenerateResult> Greedy(ForwardPass& forward, std::vector<int32_t>
 
 // The evaluation prompts: lines of `file`, or greedy continuations of the
 // openings cut at lengths drawn from [min, max].
-absl::StatusOr<std::vector<std::vector<int32_t>>> BuildPrompts(const EvalLazyOptions& o, ForwardPass& forward) {
+absl::StatusOr<std::vector<std::vector<int32_t>>> BuildPrompts(const EvalLazyOptions& o, StepRunner& forward) {
     const Model& model = forward.model();
     std::vector<std::vector<int32_t>> prompts;
     if (!o.prompts_file.empty()) {
@@ -133,7 +133,7 @@ int Run(const EvalLazyOptions& o) {
     const ModelConfig& c = loaded->model->config();
     absl::StatusOr<LazySchedule> schedule = ParseLazySchedule(o.schedule, c.n_layers);
     if (!schedule.ok()) return Fail(schedule.status());
-    ForwardPass forward(*loaded->model, *loaded->pool);
+    StepRunner& forward = *loaded->runner;
     absl::StatusOr<std::vector<std::vector<int32_t>>> prompts = BuildPrompts(o, forward);
     if (!prompts.ok()) return Fail(prompts.status());
 

@@ -48,7 +48,7 @@ int Run(const GenerateOptions& o) {
         req.lazy = true;
         req.lazy_schedule = *sch;
     }
-    ForwardPass forward(*loaded->model, *loaded->pool);
+    StepRunner& forward = *loaded->runner;
     TextCallback stream;
     if (!o.common.json) {
         stream = [](std::string_view piece) {

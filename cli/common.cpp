@@ -23,7 +23,8 @@ cpu::DType KvDType(const CommonOptions& o, const Model& model) {
 
 void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv) {
     app->add_option("--model", o->model, "GGUF file or synthetic:NAME (tiny, 110m, 1b, 7b)")->required();
-    app->add_option("--device", o->device, "cpu (cuda arrives with the CUDA backend)")
+    app->add_option("--device", o->device, "cpu, or cuda (an NVIDIA GPU: weights, KV cache and activations in device memory; "
+                    "use with --dtype bf16)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
     app->add_option("--dtype", o->dtype,
                     "weight matrices: f32, or bf16 (half the memory and of decode's bytes per token; "
@@ -42,8 +43,9 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv) {
 }
 
 absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool with_kv) {
-    if (o.device != "cpu") {
-        return absl::UnimplementedError(absl::StrCat("device '", o.device, "' is not available in this build; use --device cpu"));
+    PP_ASSIGN_OR_RETURN(const Device device, ParseDevice(o.device));
+    if (device == Device::kCuda && !CudaBuilt()) {
+        return absl::UnimplementedError("this build has no CUDA backend (nvcc was not found when it was built); use --device cpu");
     }
     SetNumThreads(o.threads);
     Loaded l;
@@ -51,9 +53,10 @@ absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool 
     PP_ASSIGN_OR_RETURN(l.model, Model::Load(o.model, dtype));
     if (!with_kv) return l;
     const cpu::DType kv_dtype = KvDType(o, *l.model);
-    const uint64_t budget =
-        o.kv_budget ? o.kv_budget : AutoKvBudget(l.model->config(), min_kv_tokens + o.kv_block, kv_dtype);
-    PP_ASSIGN_OR_RETURN(l.pool, KvBlockPool::Create(l.model->config(), o.kv_block, budget, kv_dtype));
+    PP_ASSIGN_OR_RETURN(Backend b,
+                        CreateBackend(*l.model, device, o.kv_block, o.kv_budget, min_kv_tokens + o.kv_block, kv_dtype));
+    l.pool = std::move(b.pool);
+    l.runner = std::move(b.runner);
     return l;
 }
 
@@ -61,6 +64,7 @@ EngineOptions EngineOptionsFrom(const CommonOptions& o, int32_t max_batch_tokens
                                 SchedulePolicy policy) {
     EngineOptions eo;
     eo.model = o.model;
+    eo.device = ParseDevice(o.device).value_or(Device::kCpu);   // CLI11 has checked the name
     eo.dtype = ParseDType(o.dtype).value_or(cpu::DType::kF32);   // CLI11 has checked the name
     eo.kv_dtype = ExplicitKvDType(o);
     eo.threads = o.threads;

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/backend.h"
 #include "core/engine.h"
 #include "core/kv_cache.h"
 #include "core/model.h"
@@ -30,11 +31,12 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv = true);
 
 struct Loaded {
     std::unique_ptr<Model>       model;
-    std::unique_ptr<KvBlockPool> pool;
+    std::unique_ptr<KvBlockPool> pool;     // with_kv: on --device
+    std::unique_ptr<StepRunner>  runner;   // with_kv: the forward pass on it
 };
 
-// Applies --threads/--device and loads the model (and a KV pool sized for
-// at least `min_kv_tokens` tokens when with_kv).
+// Applies --threads and loads the model, and when with_kv a KV pool sized
+// for at least `min_kv_tokens` tokens plus the forward pass, on --device.
 absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool with_kv = true);
 
 // --kv-dtype resolved for `model`: "auto" follows its weights' dtype.

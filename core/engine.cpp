@@ -144,10 +144,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     PP_ASSIGN_OR_RETURN(e->model_, Model::Load(options.model, options.dtype));
     const ModelConfig& c = e->model_->config();
     const cpu::DType kv_dtype = options.kv_dtype.value_or(options.dtype);
-    const uint64_t budget =
-        options.kv_budget_bytes ? options.kv_budget_bytes : AutoKvBudget(c, c.max_context, kv_dtype);
-    PP_ASSIGN_OR_RETURN(e->pool_, KvBlockPool::Create(c, options.kv_block_size, budget, kv_dtype));
-    e->forward_ = std::make_unique<ForwardPass>(*e->model_, *e->pool_);
+    PP_ASSIGN_OR_RETURN(Backend backend, CreateBackend(*e->model_, options.device, options.kv_block_size,
+                                                       options.kv_budget_bytes, c.max_context, kv_dtype));
+    e->pool_ = std::move(backend.pool);
+    e->forward_ = std::move(backend.runner);
     if (options.policy == SchedulePolicy::kLru) e->cache_ = std::make_unique<PrefixCache>(*e->pool_);
     e->stats_.kv_bytes_total = static_cast<uint64_t>(e->pool_->num_blocks()) * e->pool_->bytes_per_block();
     e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
@@ -176,6 +176,10 @@ absl::StatusOr<std::shared_ptr<Engine::Seq>> Engine::MakeSeq(Request request) co
         return absl::InvalidArgumentError(absl::StrCat("deadline_ms must be >= 0, got ", request.deadline_ms));
     }
     std::optional<LazySchedule> lazy;
+    if (request.lazy && options_.device != Device::kCpu) {
+        return absl::UnimplementedError(absl::StrCat("LazyLLM pruning is not on the ", DeviceName(options_.device),
+                                                     " backend yet; run it with device cpu"));
+    }
     if (request.lazy) {
         PP_ASSIGN_OR_RETURN(lazy, ResolveLazySchedule(request.lazy_schedule, request.lazy_keep_ratio,
                                                       model_->config().n_layers));

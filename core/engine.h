@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/forward.h"
 #include "core/prefix_cache.h"
 #include "core/request.h"
@@ -38,6 +39,7 @@ absl::StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name);
 
 struct EngineOptions {
     std::string model;                   // GGUF path or synthetic:NAME
+    Device      device = Device::kCpu;   // where steps run (cuda: weights, KV and activations on the GPU)
     cpu::DType  dtype = cpu::DType::kF32;   // weight matrices: f32 or bf16
     std::optional<cpu::DType> kv_dtype;     // KV cache elements; unset = as `dtype` (vLLM's "auto")
     int32_t     threads = 0;             // CPU threads (0 = all)
@@ -134,7 +136,7 @@ private:
     EngineOptions                options_;
     std::unique_ptr<Model>       model_;
     std::unique_ptr<KvBlockPool> pool_;
-    std::unique_ptr<ForwardPass> forward_;
+    std::unique_ptr<StepRunner>  forward_;
     std::unique_ptr<PrefixCache> cache_;       // LRU policy only; scheduler thread only
 
     mutable std::mutex                mu_;

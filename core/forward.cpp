@@ -39,8 +39,7 @@ uint64_t ForwardPass::workspace_bytes() const {
            logits_bytes_;
 }
 
-absl::Status ForwardPass::Validate(const StepPlan& plan) const {
-    const ModelConfig& c = model_.config();
+absl::Status ValidateStepPlan(const ModelConfig& c, const StepPlan& plan) {
     const int64_t t = static_cast<int64_t>(plan.tokens.size());
     if (t == 0) return absl::InvalidArgumentError("step has no tokens");
     if (plan.positions.size() != plan.tokens.size()) {
@@ -197,7 +196,7 @@ void ForwardPass::Logits(const StepPlan& plan, StepOutput* out) {
 }
 
 absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
-    PP_RETURN_IF_ERROR(Validate(plan));
+    PP_RETURN_IF_ERROR(ValidateStepPlan(model_.config(), plan));
     const ModelConfig& c = model_.config();
     const ModelWeights& w = model_.weights();
     int64_t t = static_cast<int64_t>(plan.tokens.size());

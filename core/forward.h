@@ -9,6 +9,7 @@
 #include "core/kv_cache.h"
 #include "core/model.h"
 #include "core/step_plan.h"
+#include "core/step_runner.h"
 #include "kernels/cpu/attention.h"
 
 namespace prepack {
@@ -17,35 +18,28 @@ namespace prepack {
 // cascade (see `prepack bench cascade` in docs/benchmarks.md).
 constexpr int32_t kCascadeMinSharedTokens = 64;
 
-struct StepOutput {
-    AlignedFloats        logits;      // [rows, vocab]
-    int32_t              rows = 0;
-    std::vector<int32_t> first_row;   // per SeqStep: its first logits row, -1 if none
-};
+// Checks a plan against the model and the sequences' block tables, as
+// StepRunner::Run() promises: what every backend runs first.
+absl::Status ValidateStepPlan(const ModelConfig& config, const StepPlan& plan);
 
-class ForwardPass {
+class ForwardPass : public StepRunner {
 public:
+    // `pool` must keep its blocks in host memory.
     ForwardPass(const Model& model, KvBlockPool& pool);
 
-    // Validates `plan` (INVALID_ARGUMENT for ids/positions out of range or
-    // overlapping spans; FAILED_PRECONDITION when a block table lacks room),
-    // then computes it. On success each sequence's K/V for its span are in
-    // its blocks and its num_tokens() has advanced by its n_tokens.
-    absl::Status Run(const StepPlan& plan, StepOutput* out);
+    absl::Status Run(const StepPlan& plan, StepOutput* out) override;
 
     // Bytes of activation workspace a step of `tokens` rows with
     // `logit_rows` rows of logits needs (what Run() allocates for it).
     static uint64_t ActivationBytes(const ModelConfig& config, int64_t tokens, int64_t logit_rows);
-    // Bytes currently allocated for activations (grows to the largest step).
-    uint64_t workspace_bytes() const;
+    uint64_t workspace_bytes() const override;
 
-    // Cascade (shared-prefix) decode attention on or off; on by default.
-    void set_cascade(bool on) { cascade_ = on; }
-    // Decode queries served by cascade attention so far (per layer counted once).
-    uint64_t cascade_queries() const { return cascade_queries_; }
+    // Cascade (shared-prefix) decode attention: on by default.
+    void set_cascade(bool on) override { cascade_ = on; }
+    uint64_t cascade_queries() const override { return cascade_queries_; }
 
-    const Model& model() const { return model_; }
-    KvBlockPool& pool() { return pool_; }
+    const Model& model() const override { return model_; }
+    KvBlockPool& pool() override { return pool_; }
 
 private:
     // Where a sequence's rows are in this layer's activations: contiguous,
@@ -55,7 +49,6 @@ private:
         int32_t count;
     };
 
-    absl::Status Validate(const StepPlan& plan) const;
     void InitRows(const StepPlan& plan);
     void EnsureActivations(int64_t rows);
     void WriteKv(const StepPlan& plan, int32_t layer);

@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std
     return ids;
 }
 
-absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequest& request,
+absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateRequest& request,
                                         const TextCallback& on_text) {
     const Model& model = forward.model();
     const ModelConfig& c = model.config();

@@ -53,7 +53,7 @@ using TextCallback = std::function<void(std::string_view)>;
 // prompt longer than the context, token ids outside the vocabulary, invalid
 // sampling values or max_tokens < 0; RESOURCE_EXHAUSTED when the KV pool
 // cannot hold the prompt. Blocks are released before returning.
-absl::StatusOr<GenerateResult> Generate(ForwardPass& forward, const GenerateRequest& request,
+absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateRequest& request,
                                         const TextCallback& on_text = {});
 
 // The prompt's token ids: `prompt_tokens` as given, else `prompt` encoded.

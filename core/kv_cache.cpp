@@ -13,7 +13,8 @@ namespace prepack {
 
 absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(const ModelConfig& c,
                                                                   int32_t block_size,
-                                                                  uint64_t budget_bytes, cpu::DType dtype) {
+                                                                  uint64_t budget_bytes, cpu::DType dtype,
+                                                                  const KvStorageAllocator& allocator) {
     if (block_size < 1 || block_size > 4096) {
         return absl::InvalidArgumentError(absl::StrCat("KV block size ", block_size, " is not in [1, 4096]"));
     }
@@ -35,13 +36,19 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(const ModelConf
     }
     p->num_blocks_ = static_cast<int32_t>(n);
     p->map_bytes_ = n * p->bytes_per_block_;
-    // MAP_NORESERVE: the budget is an upper bound; untouched pages cost nothing.
-    void* m = mmap(nullptr, p->map_bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
-        return absl::ResourceExhaustedError(absl::StrCat("cannot map ", p->map_bytes_, " bytes for the KV cache"));
+    if (allocator) {
+        PP_ASSIGN_OR_RETURN(p->storage_, allocator(p->map_bytes_));
+        p->base_ = static_cast<char*>(p->storage_.base);
+    } else {
+        // MAP_NORESERVE: the budget is an upper bound; untouched pages cost nothing.
+        void* m = mmap(nullptr, p->map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (m == MAP_FAILED) {
+            return absl::ResourceExhaustedError(
+                absl::StrCat("cannot map ", p->map_bytes_, " bytes for the KV cache"));
+        }
+        p->base_ = static_cast<char*>(m);
     }
-    p->base_ = static_cast<char*>(m);
     p->refs_.assign(p->num_blocks_, 0);
     p->free_.reserve(p->num_blocks_);
     // Hand out low block ids first: they are the ones already paged in.
@@ -58,7 +65,11 @@ uint64_t AutoKvBudget(const ModelConfig& config, int64_t min_tokens, cpu::DType 
 }
 
 KvBlockPool::~KvBlockPool() {
-    if (base_ != nullptr) munmap(base_, map_bytes_);
+    if (!on_host()) {
+        if (storage_.free) storage_.free(base_);
+    } else if (base_ != nullptr) {
+        munmap(base_, map_bytes_);
+    }
 }
 
 absl::StatusOr<int32_t> KvBlockPool::Allocate() {
@@ -91,13 +102,21 @@ int32_t KvBlockPool::RefCount(int32_t block) const {
 }
 
 void KvBlockPool::CopyBlock(int32_t src, int32_t dst) {
+    const auto copy = [this](void* d, const void* s) {
+        if (!on_host()) {
+            storage_.copy(d, s, piece_bytes());
+        } else {
+            std::memcpy(d, s, piece_bytes());
+        }
+    };
     for (int32_t l = 0; l < n_layers_; ++l) {
-        std::memcpy(KBytes(l, dst), KBytes(l, src), piece_bytes());
-        std::memcpy(VBytes(l, dst), VBytes(l, src), piece_bytes());
+        copy(KBytes(l, dst), KBytes(l, src));
+        copy(VBytes(l, dst), VBytes(l, src));
     }
 }
 
 void KvBlockPool::WriteRow(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {
+    assert(on_host());
     const size_t off = static_cast<size_t>(slot) * kv_dim_ * elem_bytes();
     char* kd = static_cast<char*>(KBytes(layer, block)) + off;
     char* vd = static_cast<char*>(VBytes(layer, block)) + off;

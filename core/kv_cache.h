@@ -13,6 +13,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -23,14 +24,28 @@
 
 namespace prepack {
 
+// Block storage that lives outside host memory (the CUDA backend's device
+// memory, from plain cudaMalloc): the pool keeps its bookkeeping on the host
+// and reaches the bytes only through `copy` (copy-on-write of shared
+// blocks); `free` gives them back when the pool goes. Both are required.
+struct KvStorage {
+    void* base = nullptr;
+    std::function<void(void* dst, const void* src, size_t bytes)> copy;
+    std::function<void(void* base)> free;
+};
+// Allocates `bytes` of storage, or fails (RESOURCE_EXHAUSTED naming the size).
+using KvStorageAllocator = std::function<absl::StatusOr<KvStorage>(size_t bytes)>;
+
 class KvBlockPool {
 public:
     // INVALID_ARGUMENT for a block size < 1, RESOURCE_EXHAUSTED when the
-    // budget holds no block or the mapping fails.
+    // budget holds no block or the memory cannot be had. Storage is host
+    // memory unless `allocator` provides it.
     static absl::StatusOr<std::unique_ptr<KvBlockPool>> Create(const ModelConfig& config,
                                                                int32_t block_size,
                                                                uint64_t budget_bytes,
-                                                               cpu::DType dtype = cpu::DType::kF32);
+                                                               cpu::DType dtype = cpu::DType::kF32,
+                                                               const KvStorageAllocator& allocator = nullptr);
     ~KvBlockPool();
     KvBlockPool(const KvBlockPool&) = delete;
     KvBlockPool& operator=(const KvBlockPool&) = delete;
@@ -42,6 +57,8 @@ public:
     int32_t RefCount(int32_t block) const;
     // Copies every layer's K and V of block `src` into block `dst` (bytes: any dtype).
     void CopyBlock(int32_t src, int32_t dst);
+    // Whether the blocks are in host memory (the CPU kernels can read them).
+    bool on_host() const { return storage_.base == nullptr; }
 
     int32_t  block_size() const { return block_size_; }
     int32_t  num_blocks() const { return num_blocks_; }
@@ -67,7 +84,7 @@ public:
         return {Slab(layer, 0), Slab(layer, 1), block_size_, kv_dim_, dtype_};
     }
     // Stores token `slot`'s K and V rows (kv_dim f32 each) at `layer` in
-    // `block`, rounded to the pool's dtype.
+    // `block`, rounded to the pool's dtype. Host storage only.
     void WriteRow(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
 
 private:
@@ -82,6 +99,7 @@ private:
     }
 
     char*                base_ = nullptr;
+    KvStorage            storage_;   // set when the blocks are not host memory
     cpu::DType           dtype_ = cpu::DType::kF32;
     size_t               map_bytes_ = 0;
     int32_t              n_layers_ = 0, kv_dim_ = 0, block_size_ = 0, num_blocks_ = 0;

@@ -144,7 +144,7 @@ absl::StatusOr<PrefillPlan> PlanPrefill(PrefillLayout layout, const std::vector<
     return plan;
 }
 
-absl::StatusOr<PrefillResult> RunPrefill(ForwardPass& forward, PrefillPlan& plan, const std::vector<BlockTable*>& kv) {
+absl::StatusOr<PrefillResult> RunPrefill(StepRunner& forward, PrefillPlan& plan, const std::vector<BlockTable*>& kv) {
     KvBlockPool& pool = forward.pool();
     const int32_t vocab = forward.model().config().vocab_size;
     PrefillResult result;

@@ -77,7 +77,7 @@ struct PrefillResult {
 // Runs `plan` for prompts whose (empty) block tables are `kv`: reserves each
 // prompt's blocks just before its step, writes its K/V there, and afterwards
 // keeps only the blocks its tokens need. On error every block is released.
-absl::StatusOr<PrefillResult> RunPrefill(ForwardPass& forward, PrefillPlan& plan,
+absl::StatusOr<PrefillResult> RunPrefill(StepRunner& forward, PrefillPlan& plan,
                                          const std::vector<BlockTable*>& kv);
 
 // Peak bytes (activations of the largest step + KV) that `plan` needs,

@@ -18,6 +18,7 @@ grpc::Status EngineHost::Load(const ServerOptions& o) {
                 : o.policy == "batchllm" ? PREPACK_POLICY_BATCHLLM
                                          : PREPACK_POLICY_FCFS;
     eo.dtype = o.dtype == "bf16" ? PREPACK_DTYPE_BF16 : PREPACK_DTYPE_F32;
+    eo.device = o.device == "cuda" ? PREPACK_DEVICE_CUDA : PREPACK_DEVICE_CPU;
     prepack_engine* engine = nullptr;
     if (prepack_status st = prepack_engine_create(&eo, &engine); st != PREPACK_OK) {
         return ToGrpc(st, prepack_last_error());

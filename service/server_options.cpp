@@ -24,6 +24,8 @@ int ParseServerOptions(int argc, char** argv, ServerOptions* o) {
         ->check(CLI::IsMember({"fcfs", "lru", "batchllm"}))->capture_default_str();
     app.add_option("--dtype", o->dtype, "weight matrices and KV cache: f32, or bf16 (half the memory, faster decode)")
         ->check(CLI::IsMember({"f32", "bf16"}))->capture_default_str();
+    app.add_option("--device", o->device, "cpu, or cuda (an NVIDIA GPU; use with --dtype bf16)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
     app.add_option("--grace-seconds", o->grace_seconds, "on SIGTERM, time in-flight streams get to finish")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
     auto* cert = app.add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve TLS")

@@ -17,6 +17,7 @@ struct ServerOptions {
     int32_t     max_queue = 256;                        // requests in flight before RESOURCE_EXHAUSTED
     std::string policy = "fcfs";                        // fcfs | lru | batchllm
     std::string dtype = "f32";                          // f32 | bf16
+    std::string device = "cpu";                         // cpu | cuda
     double      grace_seconds = 10.0;                   // SIGTERM: time left to in-flight streams
     std::string tls_cert;                               // PEM files; both or neither
     std::string tls_key;

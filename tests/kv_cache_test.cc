@@ -1,5 +1,8 @@
 // The paged KV block pool and block tables: budget, exhaustion, reference
 // counts, and that nothing leaks.
+#include <cstring>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "core/kv_cache.h"
@@ -159,6 +162,51 @@ TEST(BlockTable, SharedPrefixIsCopiedOnWriteOfThePartialBlock) {
     a.Release();
     b.Release();
     EXPECT_EQ(p.num_free(), p.num_blocks());
+}
+
+// Storage the pool does not own (the CUDA backend's device memory): the
+// bytes are reached only through the allocator's copy, and given back once.
+TEST(KvBlockPool, ExternalStorageIsCopiedThroughItsCallbackAndFreedOnce) {
+    std::vector<char> memory;
+    int copies = 0, frees = 0;
+    size_t asked = 0;
+    const KvStorageAllocator allocator = [&](size_t bytes) -> absl::StatusOr<KvStorage> {
+        asked = bytes;
+        memory.assign(bytes, 0);
+        KvStorage s;
+        s.base = memory.data();
+        s.copy = [&](void* dst, const void* src, size_t n) {
+            ++copies;
+            std::memcpy(dst, src, n);
+        };
+        s.free = [&](void* base) {
+            EXPECT_EQ(base, memory.data());
+            ++frees;
+        };
+        return s;
+    };
+    {
+        auto pool = KvBlockPool::Create(Config(), 4, BlockBytes() * 5, cpu::DType::kF32, allocator);
+        ASSERT_TRUE(pool.ok()) << pool.status();
+        KvBlockPool& p = **pool;
+        EXPECT_FALSE(p.on_host());
+        EXPECT_EQ(asked, BlockBytes() * 5);
+        EXPECT_EQ(p.KBytes(0, 0), static_cast<void*>(memory.data()));
+        BlockTable prefix, a;
+        ASSERT_TRUE(prefix.Reserve(p, 6).ok());
+        Write(p, prefix, 0, 6, 1.0f);   // (the test's memory is host memory)
+        prefix.set_num_tokens(6);
+        a.Share(p, prefix.blocks(), 6);
+        ASSERT_TRUE(a.Reserve(p, 7).ok());   // copy-on-write of the partial block
+        EXPECT_EQ(copies, 2 * 3) << "K and V of each of the 3 layers";
+        EXPECT_EQ(Read(p, a, 5), 1.0f);
+    }
+    EXPECT_EQ(frees, 1);
+    const KvStorageAllocator failing = [](size_t bytes) -> absl::StatusOr<KvStorage> {
+        return absl::ResourceExhaustedError(absl::StrCat("no room for ", bytes, " bytes"));
+    };
+    EXPECT_EQ(KvBlockPool::Create(Config(), 4, BlockBytes() * 5, cpu::DType::kF32, failing).status().code(),
+              absl::StatusCode::kResourceExhausted);
 }
 
 TEST(PrefixCache, ReusesWholeBlocksAndEvictsLeastRecentlyUsed) {

@@ -24,7 +24,7 @@ type Device int
 
 const (
 	CPU  Device = 0
-	CUDA Device = 1 // not in this build yet: Open fails with Unimplemented
+	CUDA Device = 1 // an NVIDIA GPU (libprepack_cuda.so beside libprepack.so or $PREPACK_CUDA_MODULE); Unavailable without one
 )
 
 // Options say what an engine loads and how it runs. Zero fields take the

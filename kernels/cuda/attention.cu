@@ -25,12 +25,18 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
     __shared__ float red[32];
     const int64_t row = blockIdx.x;
     const int head = blockIdx.y, kv_head = head / group;
+    const int32_t horizon = horizons[row];
+    if (horizon < 0) {   // a padding row outside every span: defined zeros, as on the CPU
+        for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+            StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, 0.0f, act_bf16);
+        }
+        return;
+    }
     const float scale = rsqrtf(static_cast<float>(head_dim));
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
         qs[d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * scale;
     }
     __syncthreads();
-    const int32_t horizon = horizons[row];
     const int32_t* table = tables + table_begin[row];
     auto key_offset = [&](int32_t j) {
         return (static_cast<int64_t>(table[j / block_size]) * block_size + j % block_size) * kv_dim +
@@ -75,6 +81,7 @@ __global__ void AppendKvKernel(const void* qkv, bool act_bf16, int64_t qkv_strid
                                void* v, int block_size, int kv_dim, bool kv_bf16) {
     const int64_t row = blockIdx.x;
     const int32_t slot = slots[row];
+    if (slot < 0) return;   // padding outside every span: no cache slot
     const int64_t dst =
         (static_cast<int64_t>(tables[table_begin[row] + slot / block_size]) * block_size + slot % block_size) * kv_dim;
     const int64_t src = row * qkv_stride + k_col;

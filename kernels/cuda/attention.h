@@ -14,7 +14,7 @@ namespace prepack::cuda {
 
 struct DeviceRows {
     int64_t        rows;          // query rows
-    const int32_t* horizon;       // per row: the last key it sees (its own position)
+    const int32_t* horizon;       // per row: the last key it sees (its own slot); -1: a row in no span
     const int32_t* table_begin;   // per row: where its sequence's block table starts in `tables`
     const int32_t* tables;        // block tables, concatenated
 };

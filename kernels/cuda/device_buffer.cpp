@@ -58,6 +58,19 @@ absl::Status DeviceBuffer::CopyToHost(void* dst, size_t bytes, size_t offset) co
                     "cudaMemcpy to host");
 }
 
+void CopyOnDevice(void* dst, const void* src, size_t bytes) {
+    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0);
+}
+
+size_t FreeDeviceBytes() {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return free;
+}
+
 absl::Status Synchronize(const char* what) {
     if (absl::Status s = FromCuda(cudaGetLastError(), what); !s.ok()) return s;
     return FromCuda(cudaDeviceSynchronize(), what);

@@ -38,6 +38,13 @@ private:
     size_t bytes_ = 0;
 };
 
+// Device-to-device copy, asynchronous on the default stream (ordered with
+// the kernels there); errors surface at the next Synchronize().
+void CopyOnDevice(void* dst, const void* src, size_t bytes);
+
+// Bytes of device memory free now (0 without a usable GPU).
+size_t FreeDeviceBytes();
+
 // Waits for the device and reports the first error of any kernel launched
 // since the last call (launch errors are sticky until read), naming `what`.
 absl::Status Synchronize(const char* what);

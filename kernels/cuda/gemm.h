@@ -22,7 +22,12 @@ public:
     // buffers of `dtype` (f32, or bf16: tensor cores, f32 accumulation, y
     // rounded to bf16 once).
     absl::Status Linear(const void* x, const void* w, void* y, int64_t m, int64_t n, int64_t k, bool accumulate,
-                        cpu::DType dtype);
+                        cpu::DType dtype) {
+        return Linear(x, w, y, m, n, k, accumulate, dtype, dtype);
+    }
+    // The same with y of its own dtype (f32 logits from bf16 weights).
+    absl::Status Linear(const void* x, const void* w, void* y, int64_t m, int64_t n, int64_t k, bool accumulate,
+                        cpu::DType dtype, cpu::DType y_dtype);
 
 private:
     Blas() = default;

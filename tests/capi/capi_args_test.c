@@ -34,8 +34,21 @@ int main(void) {
     CHECK_STATUS(prepack_engine_create(&eo, &engine), PREPACK_NOT_FOUND);
     CHECK(strstr(prepack_last_error(), "/no/such/file.gguf") != NULL);
     eo.model = "synthetic:tiny";
+    eo.device = (prepack_device)5;
+    CHECK_INVALID(prepack_engine_create(&eo, &engine));
+    CHECK(strstr(prepack_last_error(), "device") != NULL);
+    /* CUDA: an engine where a GPU is usable, else a clear refusal naming it. */
     eo.device = PREPACK_DEVICE_CUDA;
-    CHECK_STATUS(prepack_engine_create(&eo, &engine), PREPACK_UNIMPLEMENTED);
+    {
+        const prepack_status s = prepack_engine_create(&eo, &engine);
+        CHECK(s == PREPACK_OK || s == PREPACK_UNAVAILABLE || s == PREPACK_UNIMPLEMENTED);
+        if (s == PREPACK_OK) {
+            prepack_engine_destroy(engine);
+            engine = NULL;
+        } else {
+            CHECK(strstr(prepack_last_error(), "CUDA") != NULL);
+        }
+    }
     eo.device = PREPACK_DEVICE_CPU;
     eo.policy = (prepack_policy)77;
     CHECK_INVALID(prepack_engine_create(&eo, &engine));

@@ -23,6 +23,8 @@ namespace Prepack
         public Policy? Policy { get; set; }
         /// <summary>How weight matrices are stored (default F32).</summary>
         public DType? DType { get; set; }
+        /// <summary>Where the engine computes (default CPU).</summary>
+        public Device? Device { get; set; }
 
         /// <summary>A native copy; the caller disposes it.</summary>
         internal Native.EngineOptions ToNative()
@@ -36,6 +38,7 @@ namespace Prepack
             if (MaxRunning.HasValue) n.MaxRunning = MaxRunning.Value;
             if (Policy.HasValue) n.Policy = (int)Policy.Value;
             if (DType.HasValue) n.Dtype = (int)DType.Value;
+            if (Device.HasValue) n.Device = (int)Device.Value;
             return n;
         }
     }

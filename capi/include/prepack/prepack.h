@@ -126,7 +126,10 @@ typedef struct prepack_engine prepack_engine;
 
 typedef enum prepack_device {
     PREPACK_DEVICE_CPU  = 0,
-    PREPACK_DEVICE_CUDA = 1    /* UNIMPLEMENTED until the CUDA backend lands */
+    PREPACK_DEVICE_CUDA = 1    /* an NVIDIA GPU: weights, KV cache and activations in device memory
+                                  (libprepack_cuda.so, loaded from beside libprepack.so or from
+                                  $PREPACK_CUDA_MODULE on first use). UNIMPLEMENTED in a build
+                                  without CUDA, UNAVAILABLE without a usable GPU; no LazyLLM yet */
 } prepack_device;
 
 typedef enum prepack_policy {
@@ -163,7 +166,8 @@ PREPACK_API void prepack_engine_options_init(prepack_engine_options *options);
 ** with prepack_engine_destroy(). Returns INVALID_ARGUMENT (NULL arguments,
 ** bad values), NOT_FOUND (no such file or synthetic name), DATA_LOSS
 ** (truncated file), RESOURCE_EXHAUSTED (does not fit in memory),
-** UNIMPLEMENTED (device or policy not in this build). On failure *engine is
+** UNIMPLEMENTED (device not in this build), UNAVAILABLE (no usable GPU for
+** PREPACK_DEVICE_CUDA). On failure *engine is
 ** untouched. Thread-safe. */
 PREPACK_API prepack_status prepack_engine_create(const prepack_engine_options *options, prepack_engine **engine);
 

@@ -14,6 +14,7 @@ public final class EngineOptions {
     private Integer maxRunning;
     private Policy policy;
     private DType dtype;
+    private Device device;
 
     /** @param model a GGUF file path or "synthetic:NAME" */
     public EngineOptions(String model) {
@@ -62,6 +63,12 @@ public final class EngineOptions {
         return this;
     }
 
+    /** Where the engine computes (default CPU). */
+    public EngineOptions device(Device d) {
+        device = d;
+        return this;
+    }
+
     /** A native copy; the caller deletes it. */
     dev.prepack.swig.EngineOptions toNative() {
         dev.prepack.swig.EngineOptions n = new dev.prepack.swig.EngineOptions();
@@ -73,6 +80,7 @@ public final class EngineOptions {
         if (maxRunning != null) n.setMaxRunning(maxRunning);
         if (policy != null) n.setPolicy(policy.ordinal());
         if (dtype != null) n.setDtype(dtype.ordinal());
+        if (device != null) n.setDevice(device.ordinal());
         return n;
     }
 }
