@@ -44,9 +44,7 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv) {
 
 absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool with_kv) {
     PP_ASSIGN_OR_RETURN(const Device device, ParseDevice(o.device));
-    if (device == Device::kCuda && !CudaBuilt()) {
-        return absl::UnimplementedError("this build has no CUDA backend (nvcc was not found when it was built); use --device cpu");
-    }
+    PP_RETURN_IF_ERROR(CheckDevice(device));   // before a model it could not run is loaded
     SetNumThreads(o.threads);
     Loaded l;
     PP_ASSIGN_OR_RETURN(const cpu::DType dtype, ParseDType(o.dtype));

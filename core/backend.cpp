@@ -14,12 +14,11 @@ absl::StatusOr<Device> ParseDevice(const std::string& name) {
 
 const char* DeviceName(Device device) { return device == Device::kCuda ? "cuda" : "cpu"; }
 
-bool CudaBuilt() {
-#ifdef PREPACK_CUDA_MODULE_BUILT
-    return true;
-#else
-    return false;
-#endif
+absl::Status CheckDevice(Device device) {
+    if (device == Device::kCpu) return absl::OkStatus();
+    PP_ASSIGN_OR_RETURN(const CudaModule* cuda, LoadCudaModule());
+    if (cuda->device_count() == 0) return absl::UnavailableError("no usable CUDA device (no GPU or no driver)");
+    return absl::OkStatus();
 }
 
 absl::StatusOr<Backend> CreateBackend(const Model& model, Device device, int32_t kv_block_size,
@@ -32,8 +31,8 @@ absl::StatusOr<Backend> CreateBackend(const Model& model, Device device, int32_t
         b.runner = std::make_unique<ForwardPass>(model, *b.pool);
         return b;
     }
+    PP_RETURN_IF_ERROR(CheckDevice(device));
     PP_ASSIGN_OR_RETURN(const CudaModule* cuda, LoadCudaModule());
-    if (cuda->device_count() == 0) return absl::UnavailableError("no usable CUDA device (no GPU or no driver)");
     // The weights go to the device with the forward pass, after the pool,
     // which leaves room for them and for activations of a few thousand rows.
     const uint64_t activations = ForwardPass::ActivationBytes(c, 4096, 64);

@@ -18,8 +18,11 @@ enum class Device { kCpu, kCuda };
 // "cpu" or "cuda" (INVALID_ARGUMENT naming the choices otherwise).
 absl::StatusOr<Device> ParseDevice(const std::string& name);
 const char* DeviceName(Device device);
-// Whether this build has the CUDA backend (nvcc was found when it was built).
-bool CudaBuilt();
+
+// OK when `device` can run here: the CPU always; CUDA when this build has
+// it (UNIMPLEMENTED) and a GPU is usable (UNAVAILABLE). Cheap: callers check
+// it before loading a model they could not run.
+absl::Status CheckDevice(Device device);
 
 struct Backend {
     std::unique_ptr<KvBlockPool> pool;

@@ -141,6 +141,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     std::unique_ptr<Engine> e(new Engine());
     e->options_ = options;
     SetNumThreads(options.threads);
+    PP_RETURN_IF_ERROR(CheckDevice(options.device));   // before loading a model it could not run
     PP_ASSIGN_OR_RETURN(e->model_, Model::Load(options.model, options.dtype));
     const ModelConfig& c = e->model_->config();
     const cpu::DType kv_dtype = options.kv_dtype.value_or(options.dtype);

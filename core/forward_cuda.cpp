@@ -36,9 +36,10 @@ uint64_t AutoCudaKvBudget(const ModelConfig& config, int64_t min_tokens, DType k
     const uint64_t avail = free > reserved_bytes ? free - reserved_bytes : 0;
     const uint64_t want =
         std::max<uint64_t>(256ull << 20, config.KvBytesPerToken(kv_dtype) * static_cast<uint64_t>(min_tokens));
-    // Unlike host memory, device memory is the KV cache's to use (vLLM's
-    // gpu_memory_utilization = 0.9): a larger pool admits more sequences.
-    return std::max(want, avail / 10 * 9);
+    // As on the CPU (AutoKvBudget), what was asked for and no more, so that
+    // other work on the device (benchmarks' ceilings, a second engine) has
+    // room; a server that wants most of the device names --kv-budget.
+    return std::min(want, avail / 10 * 9);
 }
 
 namespace {
@@ -142,14 +143,28 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     int32_t* slots = m.data() + 2 * t;
     std::fill(slots, slots + t, -1);
     std::vector<int32_t> tables, logit_rows;
+    // Spans of two or more rows go to the tiled kernel in tiles of
+    // consecutive tokens; single rows (decode) and rows in no span (zeros)
+    // to the per-row kernel.
+    std::vector<cuda::QueryTile> tiles;
+    std::vector<int32_t> single_rows;
+    std::vector<uint8_t> tiled(t, 0);
     out->first_row.assign(plan.seqs.size(), -1);
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];
         const int32_t begin = static_cast<int32_t>(tables.size());
         tables.insert(tables.end(), s.kv->blocks().begin(), s.kv->blocks().end());
-        for (int32_t i = 0; i < s.n_tokens + s.n_pad; ++i) {
+        const int32_t rows = s.n_tokens + s.n_pad;
+        for (int32_t i = 0; i < rows; ++i) {
             m[2 * t + s.token_begin + i] = s.kv->num_tokens() + i;
             m[3 * t + s.token_begin + i] = begin;
+        }
+        if (rows >= 2) {
+            for (int32_t i = 0; i < rows; i += cuda::kQueryTileRows) {
+                tiles.push_back({s.token_begin + i, std::min(cuda::kQueryTileRows, rows - i), s.kv->num_tokens() + i,
+                                 begin});
+            }
+            std::fill(tiled.begin() + s.token_begin, tiled.begin() + s.token_begin + rows, 1);
         }
         if (s.logits == LogitsWanted::kNone) continue;
         out->first_row[k] = static_cast<int32_t>(logit_rows.size());
@@ -158,9 +173,16 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
             logit_rows.push_back(r);
         }
     }
+    for (int64_t r = 0; r < t; ++r) {
+        if (!tiled[r]) single_rows.push_back(static_cast<int32_t>(r));
+    }
     const int64_t n_logits = static_cast<int64_t>(logit_rows.size());
     m.insert(m.end(), logit_rows.begin(), logit_rows.end());
     m.insert(m.end(), tables.begin(), tables.end());
+    m.insert(m.end(), single_rows.begin(), single_rows.end());
+    const int32_t* tile_ints = reinterpret_cast<const int32_t*>(tiles.data());
+    static_assert(sizeof(cuda::QueryTile) == 4 * sizeof(int32_t), "tiles travel as int32 quadruples");
+    m.insert(m.end(), tile_ints, tile_ints + 4 * tiles.size());
 
     const size_t a = ElemBytes(act);
     PP_RETURN_IF_ERROR(Reserve(x, t * d * a));
@@ -175,8 +197,13 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     const int32_t* dm = meta.as<int32_t>();
     const int32_t* d_tokens = dm;
     const int32_t* d_positions = dm + t;
-    const cuda::DeviceRows rows{t, dm + 2 * t, dm + 3 * t, dm + 4 * t + n_logits};
     const int32_t* d_logit_rows = dm + 4 * t;
+    const int32_t* d_tables = d_logit_rows + n_logits;
+    const int32_t* d_single = d_tables + tables.size();
+    const auto* d_tiles = reinterpret_cast<const cuda::QueryTile*>(d_single + single_rows.size());
+    const cuda::DeviceRows rows{t, dm + 2 * t, dm + 3 * t, d_tables};
+    const cuda::DeviceRows singles{static_cast<int64_t>(single_rows.size()), rows.horizon, rows.table_begin, d_tables,
+                                   d_single};
 
     const ModelWeights& w = model.weights();
     cuda::Gather(token_embd.data(), w.token_embd.dtype(), d_tokens, x.data(), t, d, act);
@@ -191,9 +218,12 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
         cuda::Rope(qkv.data(), act, t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim, d_positions,
                    inv_freq.as<float>());
         cuda::AppendKv(qkv.data(), act, c.qkv_dim(), c.q_dim(), rows, kv);
-        if (!cuda::PagedAttention(qkv.data(), att.data(), act, shape, rows, kv)) {
-            return absl::UnimplementedError(
-                absl::StrCat("head_dim ", c.head_dim, " is above what the CUDA attention kernel handles (512)"));
+        if (!cuda::PagedAttention(qkv.data(), att.data(), act, shape, singles, kv) ||
+            !cuda::TiledAttention(qkv.data(), att.data(), act, shape, d_tiles, static_cast<int32_t>(tiles.size()),
+                                  d_tables, kv)) {
+            return absl::UnimplementedError(absl::StrCat("head_dim ", c.head_dim,
+                                                         " is above what the CUDA attention kernels handle (",
+                                                         cuda::kTiledMaxHeadDim, ")"));
         }
         PP_RETURN_IF_ERROR(blas->Linear(att.data(), lw.wo.data(), x.data(), t, d, c.q_dim(), true, act));
         cuda::RmsNorm(x.data(), lw.ffn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);

@@ -23,9 +23,9 @@ namespace prepack {
 // cudaMalloc (RESOURCE_EXHAUSTED naming the size, UNAVAILABLE without a GPU).
 KvStorageAllocator CudaKvStorage();
 
-// Device bytes a KV budget may take when none is named: room for
-// `min_tokens` and at least 256 MiB, at most 90% of what the device has free
-// once `reserved_bytes` (the weights and activations) are taken; 0 without a GPU.
+// Device bytes a KV budget takes when none is named: room for `min_tokens`
+// and at least 256 MiB, but at most 90% of what the device has free once
+// `reserved_bytes` (the weights and activations) are taken; 0 without a GPU.
 uint64_t AutoCudaKvBudget(const ModelConfig& config, int64_t min_tokens, cpu::DType kv_dtype,
                           uint64_t reserved_bytes);
 

@@ -168,10 +168,14 @@ TEST_P(CudaKernels, LinearMatchesCpu) {
 }
 
 // Ragged spans over scattered blocks, GQA, block sizes that do and do not
-// divide the spans, against cpu::PagedAttention; the KV cache in f32 and bf16.
-TEST_P(CudaKernels, PagedAttentionMatchesCpu) {
+// divide the spans, against cpu::PagedAttention; the KV cache in f32 and
+// bf16. Each case twice: every row through the per-row kernel, and spans of
+// two or more rows through the tiled kernel (tiles of kQueryTileRows, the
+// last one partial) with the single rows through the per-row one, as the
+// forward pass splits them.
+TEST_P(CudaKernels, PagedAndTiledAttentionMatchCpu) {
     std::mt19937 rng(11);
-    for (int head_dim : {64, 128, 24}) {
+    for (int head_dim : {64, 128, 24, 256}) {
         for (int block : {16, 5}) {
             for (DType kv_dtype : {DType::kF32, DType::kBf16}) {
                 const int kv_heads = 2, heads = 6, kv_dim = kv_heads * head_dim, width = heads * head_dim;
@@ -192,7 +196,8 @@ TEST_P(CudaKernels, PagedAttentionMatchesCpu) {
                     v = RoundedToBf16(std::move(v));
                 }
                 std::vector<cpu::AttentionSpan> spans;
-                std::vector<int32_t> horizon, table_begin, tables;
+                std::vector<int32_t> horizon, table_begin, tables, singles;
+                std::vector<QueryTile> tiles;
                 for (size_t s = 0, row = 0, next = 0; s < n_q.size(); row += n_q[s], ++s) {
                     const int nb = (n_q[s] + before[s] + block - 1) / block;
                     const int32_t begin = static_cast<int32_t>(tables.size());
@@ -201,6 +206,11 @@ TEST_P(CudaKernels, PagedAttentionMatchesCpu) {
                     for (int i = 0; i < n_q[s]; ++i) {
                         horizon.push_back(before[s] + i);
                         table_begin.push_back(begin);
+                        if (n_q[s] == 1) singles.push_back(static_cast<int32_t>(row));
+                    }
+                    for (int i = 0; n_q[s] >= 2 && i < n_q[s]; i += kQueryTileRows) {
+                        tiles.push_back({static_cast<int32_t>(row) + i, std::min(kQueryTileRows, n_q[s] - i),
+                                         before[s] + i, begin});
                     }
                     spans.push_back({int64_t(row), n_q[s], before[s], nullptr});
                 }
@@ -218,8 +228,20 @@ TEST_P(CudaKernels, PagedAttentionMatchesCpu) {
                 const DeviceRows rows{total, dh.as<int32_t>(), db.as<int32_t>(), dt.as<int32_t>()};
                 ASSERT_TRUE(PagedAttention(dq.data(), dout.data(), act(), shape, rows,
                                            cpu::PagedKv{dk.data(), dv.data(), block, kv_dim, kv_dtype}));
-                EXPECT_LT(MaxRelDiff(Download(dout, q.size(), act()), want), act() == DType::kBf16 ? 1e-2 : 1e-5)
-                    << "head_dim " << head_dim << " block " << block << " kv " << DTypeName(kv_dtype);
+                const double tol = act() == DType::kBf16 ? 1e-2 : 1e-5;
+                EXPECT_LT(MaxRelDiff(Download(dout, q.size(), act()), want), tol)
+                    << "per-row: head_dim " << head_dim << " block " << block << " kv " << DTypeName(kv_dtype);
+
+                DeviceBuffer split = Upload(std::vector<float>(q.size(), 7.0f), act()), ds = UploadRaw(singles),
+                             dtiles = UploadRaw(tiles);
+                const DeviceRows single_rows{int64_t(singles.size()), dh.as<int32_t>(), db.as<int32_t>(),
+                                             dt.as<int32_t>(), ds.as<int32_t>()};
+                const cpu::PagedKv kv{dk.data(), dv.data(), block, kv_dim, kv_dtype};
+                ASSERT_TRUE(PagedAttention(dq.data(), split.data(), act(), shape, single_rows, kv));
+                ASSERT_TRUE(TiledAttention(dq.data(), split.data(), act(), shape, dtiles.as<QueryTile>(),
+                                           int32_t(tiles.size()), dt.as<int32_t>(), kv));
+                EXPECT_LT(MaxRelDiff(Download(split, q.size(), act()), want), tol)
+                    << "tiled: head_dim " << head_dim << " block " << block << " kv " << DTypeName(kv_dtype);
             }
         }
     }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,7 +18,12 @@
 
 namespace prepack::testing {
 
-inline std::string ModelsDir() { return PREPACK_MODELS_DIR; }
+// The build's models folder, unless $PREPACK_MODELS_DIR names another (the
+// GPU machine runs binaries built elsewhere: scripts/gpu-check.sh).
+inline std::string ModelsDir() {
+    const char* env = std::getenv("PREPACK_MODELS_DIR");
+    return env != nullptr && *env != '\0' ? env : PREPACK_MODELS_DIR;
+}
 inline std::string StoriesDir() { return ModelsDir() + "/stories260K"; }
 
 inline bool FileExists(const std::string& path) {

@@ -16,14 +16,15 @@ constexpr int kMaxDimsPerThread = 4;   // head_dim <= 512
 // then every thread updates the output dims it owns (d = t, t + kThreads,
 // ...) with the chunk's weights, reading V rows coalesced.
 __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, int group, int head_dim,
-                                     int64_t q_stride, int64_t out_stride, const int32_t* horizons,
+                                     int64_t q_stride, int64_t out_stride, const int32_t* row_ids,
+                                     const int32_t* horizons,
                                      const int32_t* table_begin, const int32_t* tables, const void* k, const void* v,
                                      int block_size, int kv_dim, bool kv_bf16) {
     extern __shared__ float shared[];
     float* qs = shared;              // [head_dim], pre-scaled
     float* ps = shared + head_dim;   // [kThreads]: the chunk's weights
     __shared__ float red[32];
-    const int64_t row = blockIdx.x;
+    const int64_t row = row_ids != nullptr ? row_ids[blockIdx.x] : blockIdx.x;
     const int head = blockIdx.y, kv_head = head / group;
     const int32_t horizon = horizons[row];
     if (horizon < 0) {   // a padding row outside every span: defined zeros, as on the CPU
@@ -75,6 +76,116 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
     }
 }
 
+// Flash-style attention for a tile of kQueryTileRows consecutive queries of
+// one sequence x one head, 128 threads. Thread t owns query row r = t / 4
+// and, of each key tile, keys c = t % 4 + 4j; of the output, dims
+// d = t % 4 + 4i. The four threads of a row are adjacent lanes, so its
+// softmax statistics are reduced with two shuffles. Keys arrive kKeyTile at
+// a time through shared memory (K, then V in the same buffer); the loop ends
+// at the tile's last visible key. Shared rows are padded by one float
+// against bank conflicts.
+constexpr int kTiledThreads = 128;
+constexpr int kKeyTile = 32;
+constexpr int kLanesPerRow = kTiledThreads / kQueryTileRows;   // 4
+constexpr int kKeysPerThread = kKeyTile / kLanesPerRow;       // 8
+constexpr int kDimsPerThread = kTiledMaxHeadDim / kLanesPerRow;
+
+__global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, int group, int head_dim,
+                                     int64_t q_stride, int64_t out_stride, const QueryTile* tiles,
+                                     const int32_t* tables, const void* k, const void* v, int block_size,
+                                     int kv_dim, bool kv_bf16) {
+    extern __shared__ float smem[];
+    const int ld = head_dim + 1;
+    float* qs = smem;                           // [kQueryTileRows][ld], pre-scaled
+    float* kvs = qs + kQueryTileRows * ld;      // [kKeyTile][ld]: K, then V
+    float* ps = kvs + kKeyTile * ld;            // [kQueryTileRows][kKeyTile + 1]
+    const QueryTile tile = tiles[blockIdx.x];
+    const int head = blockIdx.y, kv_head = head / group;
+    const int t = threadIdx.x, r = t / kLanesPerRow, lane = t % kLanesPerRow;
+    const float scale = rsqrtf(static_cast<float>(head_dim));
+    for (int i = t; i < kQueryTileRows * head_dim; i += kTiledThreads) {
+        const int rr = i / head_dim, d = i % head_dim;
+        // Rows past the tile repeat its first row: finite, never stored.
+        const int64_t row = tile.row + (rr < tile.n_rows ? rr : 0);
+        qs[rr * ld + d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * scale;
+    }
+    const int32_t horizon = tile.first_slot + (r < tile.n_rows ? r : 0);   // this thread's row's last key
+    const int32_t last_key = tile.first_slot + tile.n_rows - 1;
+    const int32_t* table = tables + tile.table_begin;
+    auto load_tile = [&](const void* src, int32_t k0) {
+        for (int i = t; i < kKeyTile * head_dim; i += kTiledThreads) {
+            const int c = i / head_dim, d = i % head_dim;
+            const int32_t j = k0 + c;
+            float x = 0.0f;
+            if (j <= last_key) {
+                const int64_t off = (static_cast<int64_t>(table[j / block_size]) * block_size + j % block_size) * kv_dim +
+                                    static_cast<int64_t>(kv_head) * head_dim + d;
+                x = LoadAct(src, off, kv_bf16);
+            }
+            kvs[c * ld + d] = x;
+        }
+    };
+    float m = -INFINITY, l = 0.0f;
+    float acc[kDimsPerThread];
+#pragma unroll
+    for (int i = 0; i < kDimsPerThread; ++i) acc[i] = 0.0f;
+    for (int32_t k0 = 0; k0 <= last_key; k0 += kKeyTile) {
+        __syncthreads();   // the previous tile's V (and, first time, nothing) is consumed
+        load_tile(k, k0);
+        __syncthreads();
+        float s[kKeysPerThread];
+        float cmax = -INFINITY;
+#pragma unroll
+        for (int jj = 0; jj < kKeysPerThread; ++jj) {
+            const int c = lane + kLanesPerRow * jj;
+            float dot = 0.0f;
+            for (int d = 0; d < head_dim; ++d) dot += qs[r * ld + d] * kvs[c * ld + d];
+            s[jj] = k0 + c <= horizon ? dot : -INFINITY;
+            cmax = fmaxf(cmax, s[jj]);
+        }
+        cmax = fmaxf(cmax, __shfl_xor_sync(0xffffffffu, cmax, 1));
+        cmax = fmaxf(cmax, __shfl_xor_sync(0xffffffffu, cmax, 2));
+        // Key k0 <= horizon in the first tile, so m is finite from then on and
+        // a later tile this row cannot see adds nothing (p = 0, corr = 1).
+        const float m_new = fmaxf(m, cmax);
+        const float corr = __expf(m - m_new);
+        float psum = 0.0f;
+#pragma unroll
+        for (int jj = 0; jj < kKeysPerThread; ++jj) {
+            const float p = __expf(s[jj] - m_new);   // 0 for masked keys
+            ps[r * (kKeyTile + 1) + lane + kLanesPerRow * jj] = p;
+            psum += p;
+        }
+        psum += __shfl_xor_sync(0xffffffffu, psum, 1);
+        psum += __shfl_xor_sync(0xffffffffu, psum, 2);
+        l = l * corr + psum;
+        m = m_new;
+        __syncthreads();   // K is consumed; ps is written
+        load_tile(v, k0);
+        __syncthreads();
+        const int n_keys = min(kKeyTile, last_key - k0 + 1);
+        // Constant trip counts with a guard (not a break): acc stays in registers.
+#pragma unroll
+        for (int i = 0; i < kDimsPerThread; ++i) {
+            const int d = lane + kLanesPerRow * i;
+            if (d < head_dim) {
+                float a = acc[i] * corr;
+                for (int c = 0; c < n_keys; ++c) a += ps[r * (kKeyTile + 1) + c] * kvs[c * ld + d];
+                acc[i] = a;
+            }
+        }
+    }
+    if (r >= tile.n_rows) return;
+    const int64_t row = tile.row + r;
+#pragma unroll
+    for (int i = 0; i < kDimsPerThread; ++i) {
+        const int d = lane + kLanesPerRow * i;
+        if (d < head_dim) {
+            StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, acc[i] / l, act_bf16);
+        }
+    }
+}
+
 // One block per row: K then V, kv_dim elements each, coalesced.
 __global__ void AppendKvKernel(const void* qkv, bool act_bf16, int64_t qkv_stride, int64_t k_col,
                                const int32_t* slots, const int32_t* table_begin, const int32_t* tables, void* k,
@@ -112,8 +223,27 @@ bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::Attenti
     const size_t shared = sizeof(float) * (shape.head_dim + kThreads);
     PagedAttentionKernel<<<grid, kThreads, shared>>>(
         q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
-        shape.out_stride, rows.horizon, rows.table_begin, rows.tables, kv.k, kv.v, kv.block_size, kv.kv_dim,
+        shape.out_stride, rows.row_ids, rows.horizon, rows.table_begin, rows.tables, kv.k, kv.v, kv.block_size, kv.kv_dim,
         kv.dtype == cpu::DType::kBf16);
+    return true;
+}
+
+bool TiledAttention(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape,
+                    const QueryTile* tiles, int32_t n_tiles, const int32_t* tables, const cpu::PagedKv& kv) {
+    if (shape.head_dim > kTiledMaxHeadDim || shape.n_kv_heads < 1 || shape.n_heads % shape.n_kv_heads != 0) {
+        return false;
+    }
+    if (n_tiles == 0) return true;
+    const size_t shared =
+        sizeof(float) * ((kQueryTileRows + kKeyTile) * (shape.head_dim + 1) + kQueryTileRows * (kKeyTile + 1));
+    if (shared > 48 * 1024) {   // above the default: head_dim > 176
+        cudaFuncSetAttribute(TiledAttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared));
+    }
+    const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(shape.n_heads));
+    TiledAttentionKernel<<<grid, kTiledThreads, shared>>>(
+        q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
+        shape.out_stride, tiles, tables, kv.k, kv.v, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16);
     return true;
 }
 

@@ -1,8 +1,12 @@
 // Causal attention over the paged KV cache on the GPU: the CPU's
-// cpu::PagedAttention (same slab layout, same spans semantics) with the
-// spans flattened to per-row arrays on the device. One thread block per
-// (query row, head) with an online softmax over chunks of keys: correct on
-// every shape, not yet the flash-style tiled kernel (issue 9).
+// cpu::PagedAttention (same slab layout, same spans semantics). Two kernels:
+// PagedAttention, one thread block per (query row, head) with an online
+// softmax over chunks of keys (decode rows, and any row on any shape), and
+// TiledAttention, flash-style, for runs of consecutive tokens of one
+// sequence (prefill: packed, ragged or padded rows alike): a block takes a
+// tile of queries x one head, streams the sequence's keys a tile at a time
+// through shared memory, and stops at the tile's last visible key, so a
+// prompt never touches keys it cannot see.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +21,21 @@ struct DeviceRows {
     const int32_t* horizon;       // per row: the last key it sees (its own slot); -1: a row in no span
     const int32_t* table_begin;   // per row: where its sequence's block table starts in `tables`
     const int32_t* tables;        // block tables, concatenated
+    // When set, PagedAttention runs only for rows row_ids[0 .. rows) (the
+    // others are TiledAttention's); AppendKv ignores it.
+    const int32_t* row_ids = nullptr;
 };
+
+// Rows [row, row + n_rows) of one sequence whose slots are consecutive from
+// first_slot (each row sees the keys up to its own slot).
+struct QueryTile {
+    int32_t row;
+    int32_t n_rows;        // 1 .. kQueryTileRows
+    int32_t first_slot;
+    int32_t table_begin;   // where the sequence's block table starts in `tables`
+};
+constexpr int kQueryTileRows = 32;
+constexpr int kTiledMaxHeadDim = 256;
 
 // Stores each row's K and V (kv_dim elements each, from column `k_col` of
 // the rows of `qkv`, stride `qkv_stride`, dtype `act`) into the paged slabs
@@ -31,5 +49,11 @@ void AppendKv(const void* qkv, cpu::DType act, int64_t qkv_stride, int64_t k_col
 // pointers). False, launching nothing, for a head_dim above 512.
 bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape, const DeviceRows& rows,
                     const cpu::PagedKv& kv);
+
+// The same attention for `n_tiles` query tiles (a device array) against
+// `tables` (device). False, launching nothing, for a head_dim above
+// kTiledMaxHeadDim.
+bool TiledAttention(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape,
+                    const QueryTile* tiles, int32_t n_tiles, const int32_t* tables, const cpu::PagedKv& kv);
 
 }  // namespace prepack::cuda
