@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace prepack::cuda {
@@ -20,7 +21,7 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
                                      const int32_t* horizons,
                                      const int32_t* table_begin, const int32_t* tables, const void* k, const void* v,
                                      int block_size, int kv_dim, bool kv_bf16) {
-    extern __shared__ float shared[];
+    PP_DYNAMIC_SHARED(float, shared);
     float* qs = shared;              // [head_dim], pre-scaled
     float* ps = shared + head_dim;   // [kThreads]: the chunk's weights
     __shared__ float red[32];
@@ -94,7 +95,7 @@ __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, in
                                      int64_t q_stride, int64_t out_stride, const QueryTile* tiles,
                                      const int32_t* tables, const void* k, const void* v, int block_size,
                                      int kv_dim, bool kv_bf16) {
-    extern __shared__ float smem[];
+    PP_DYNAMIC_SHARED(float, smem);
     const int ld = head_dim + 1;
     float* qs = smem;                           // [kQueryTileRows][ld], pre-scaled
     float* kvs = qs + kQueryTileRows * ld;      // [kKeyTile][ld]: K, then V
@@ -208,7 +209,7 @@ void AppendKv(const void* qkv, cpu::DType act, int64_t qkv_stride, int64_t k_col
               const cpu::PagedKv& kv) {
     if (rows.rows == 0) return;
     // The cache's slabs are written here: the pointers in `kv` are const only for the readers.
-    AppendKvKernel<<<static_cast<unsigned>(rows.rows), kThreads>>>(
+    PP_LAUNCH(AppendKvKernel, static_cast<unsigned>(rows.rows), kThreads, 0)(
         qkv, act == cpu::DType::kBf16, qkv_stride, k_col, rows.horizon, rows.table_begin, rows.tables,
         const_cast<void*>(kv.k), const_cast<void*>(kv.v), kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16);
 }
@@ -221,7 +222,7 @@ bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::Attenti
     if (rows.rows == 0) return true;
     const dim3 grid(static_cast<unsigned>(rows.rows), static_cast<unsigned>(shape.n_heads));
     const size_t shared = sizeof(float) * (shape.head_dim + kThreads);
-    PagedAttentionKernel<<<grid, kThreads, shared>>>(
+    PP_LAUNCH(PagedAttentionKernel, grid, kThreads, shared)(
         q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
         shape.out_stride, rows.row_ids, rows.horizon, rows.table_begin, rows.tables, kv.k, kv.v, kv.block_size, kv.kv_dim,
         kv.dtype == cpu::DType::kBf16);
@@ -241,7 +242,7 @@ bool TiledAttention(const void* q, void* out, cpu::DType act, const cpu::Attenti
                              static_cast<int>(shared));
     }
     const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(shape.n_heads));
-    TiledAttentionKernel<<<grid, kTiledThreads, shared>>>(
+    PP_LAUNCH(TiledAttentionKernel, grid, kTiledThreads, shared)(
         q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
         shape.out_stride, tiles, tables, kv.k, kv.v, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16);
     return true;

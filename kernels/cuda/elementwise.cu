@@ -5,6 +5,7 @@
 
 #include <cfloat>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace prepack::cuda {
@@ -86,7 +87,7 @@ __global__ void ArgmaxKernel(const float* logits, int64_t vocab, int32_t* ids) {
     best_i[threadIdx.x] = any ? at : INT32_MAX;
     __syncthreads();
     for (int step = blockDim.x / 2; step > 0; step /= 2) {
-        if (threadIdx.x < step) {
+        if (static_cast<int>(threadIdx.x) < step) {
             const float ov = best_v[threadIdx.x + step];
             const int32_t oi = best_i[threadIdx.x + step];
             // Ties go to the lower index, as std::max_element on the CPU.
@@ -103,28 +104,28 @@ __global__ void ArgmaxKernel(const float* logits, int64_t vocab, int32_t* ids) {
 }  // namespace
 
 void RmsNorm(const void* x, const float* weight, void* out, int64_t rows, int64_t dim, float eps, DType act) {
-    if (rows > 0) RmsNormKernel<<<rows, kThreads>>>(x, weight, out, dim, eps, act == DType::kBf16);
+    if (rows > 0) PP_LAUNCH(RmsNormKernel, rows, kThreads, 0)(x, weight, out, dim, eps, act == DType::kBf16);
 }
 
 void Gather(const void* table, DType table_dtype, const int32_t* ids, void* out, int64_t rows, int64_t dim,
             DType act) {
-    if (rows > 0) GatherKernel<<<rows, kThreads>>>(table, table_dtype == DType::kBf16, ids, out, dim, act == DType::kBf16);
+    if (rows > 0) PP_LAUNCH(GatherKernel, rows, kThreads, 0)(table, table_dtype == DType::kBf16, ids, out, dim, act == DType::kBf16);
 }
 
 void Rope(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
           const int32_t* positions, const float* inv_freq) {
     if (rows > 0) {
-        RopeKernel<<<rows, 64>>>(x, act == DType::kBf16, row_stride, col, n_heads, head_dim, rope_dim, positions,
+        PP_LAUNCH(RopeKernel, rows, 64, 0)(x, act == DType::kBf16, row_stride, col, n_heads, head_dim, rope_dim, positions,
                                  inv_freq);
     }
 }
 
 void SwiGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act) {
-    if (rows > 0) SwiGluKernel<<<rows, kThreads>>>(gu, out, hidden, act == DType::kBf16);
+    if (rows > 0) PP_LAUNCH(SwiGluKernel, rows, kThreads, 0)(gu, out, hidden, act == DType::kBf16);
 }
 
 void ArgmaxRows(const float* logits, int64_t rows, int64_t vocab, int32_t* ids) {
-    if (rows > 0) ArgmaxKernel<<<rows, kThreads>>>(logits, vocab, ids);
+    if (rows > 0) PP_LAUNCH(ArgmaxKernel, rows, kThreads, 0)(logits, vocab, ids);
 }
 
 }  // namespace prepack::cuda
