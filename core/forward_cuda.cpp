@@ -88,11 +88,16 @@ struct CudaForwardPass::Impl {
     // Activations in `act`, logits in f32, and the step's row metadata (int32):
     // tokens, positions, slots, table starts, logit rows, block tables.
     cuda::DeviceBuffer x, xb, qkv, att, gu, hb, logits, meta;
-    std::vector<int32_t> host_meta;
+    // Cascade members' prefix-only attention (f32): o per head, log-sum-exp per head.
+    cuda::DeviceBuffer partial_o, partial_lse;
+    bool          cascade = true;
+    uint64_t      cascade_queries = 0;
 
     Impl(const Model& m, KvBlockPool& p) : model(m), pool(p), act(m.weights().dtype) {}
 
+    struct StepMeta;
     absl::Status UploadWeights();
+    StepMeta PlanRows(const StepPlan& plan, StepOutput* out) const;
     absl::Status Run(const StepPlan& plan, StepOutput* out);
 };
 
@@ -124,31 +129,40 @@ absl::Status CudaForwardPass::Impl::UploadWeights() {
     return cuda::Synchronize("uploading the weights");
 }
 
-absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
-    const ModelConfig& c = model.config();
-    PP_RETURN_IF_ERROR(ValidateStepPlan(c, plan));
-    for (const SeqStep& s : plan.seqs) {
-        if (s.lazy != nullptr) return absl::UnimplementedError("LazyLLM pruning is not on the CUDA backend yet");
-    }
-    const int64_t t = static_cast<int64_t>(plan.tokens.size());
-    const int64_t d = c.dim, h = c.hidden_dim;
+// A step's row metadata, laid out as the one int32 buffer uploaded per step
+// holds it; `at` gives each part's offset.
+struct CudaForwardPass::Impl::StepMeta {
+    enum Part { kTokens, kPositions, kSlots, kTableBegin, kKeyBegin, kLogitRows, kTables, kSingles, kTiles,
+                kMembers, kGroupTiles, kParts };
+    std::vector<int32_t> ints;
+    size_t at[kParts + 1] = {};
+    int32_t n_tiles = 0, n_group_tiles = 0;
+    int64_t cascade_members = 0;
 
-    // Row metadata, laid out as the device buffer holds it. A row's slot is
-    // its token index in its sequence (where its K/V go, and the last key it
-    // sees); -1 for rows in no span.
-    std::vector<int32_t>& m = host_meta;
-    m.assign(4 * t, 0);
-    std::copy(plan.tokens.begin(), plan.tokens.end(), m.begin());
-    std::copy(plan.positions.begin(), plan.positions.end(), m.begin() + t);
-    int32_t* slots = m.data() + 2 * t;
-    std::fill(slots, slots + t, -1);
-    std::vector<int32_t> tables, logit_rows;
+    size_t count(Part p) const { return at[p + 1] - at[p]; }
+    void Append(Part p, const int32_t* v, size_t n) {
+        at[p] = ints.size();
+        ints.insert(ints.end(), v, v + n);
+        at[p + 1] = ints.size();
+    }
+    template <typename T>
+    void Append(Part p, const std::vector<T>& v) {
+        static_assert(sizeof(T) % sizeof(int32_t) == 0, "int32 records");
+        Append(p, reinterpret_cast<const int32_t*>(v.data()), v.size() * sizeof(T) / sizeof(int32_t));
+    }
+};
+
+CudaForwardPass::Impl::StepMeta CudaForwardPass::Impl::PlanRows(const StepPlan& plan, StepOutput* out) const {
+    const int64_t t = static_cast<int64_t>(plan.tokens.size());
+    // A row's slot is its token index in its sequence (where its K/V go, and
+    // the last key it sees); -1 for rows in no span.
+    std::vector<int32_t> slots(t, -1), table_begin(t, 0), key_begin(t, 0), tables, logit_rows, singles, members;
     // Spans of two or more rows go to the tiled kernel in tiles of
     // consecutive tokens; single rows (decode) and rows in no span (zeros)
     // to the per-row kernel.
-    std::vector<cuda::QueryTile> tiles;
-    std::vector<int32_t> single_rows;
+    std::vector<cuda::QueryTile> tiles, group_tiles;
     std::vector<uint8_t> tiled(t, 0);
+    std::vector<cpu::AttentionSpan> spans;
     out->first_row.assign(plan.seqs.size(), -1);
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];
@@ -156,9 +170,10 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
         tables.insert(tables.end(), s.kv->blocks().begin(), s.kv->blocks().end());
         const int32_t rows = s.n_tokens + s.n_pad;
         for (int32_t i = 0; i < rows; ++i) {
-            m[2 * t + s.token_begin + i] = s.kv->num_tokens() + i;
-            m[3 * t + s.token_begin + i] = begin;
+            slots[s.token_begin + i] = s.kv->num_tokens() + i;
+            table_begin[s.token_begin + i] = begin;
         }
+        spans.push_back({s.token_begin, rows, s.kv->num_tokens(), s.kv->blocks().data()});
         if (rows >= 2) {
             for (int32_t i = 0; i < rows; i += cuda::kQueryTileRows) {
                 tiles.push_back({s.token_begin + i, std::min(cuda::kQueryTileRows, rows - i), s.kv->num_tokens() + i,
@@ -174,15 +189,55 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
         }
     }
     for (int64_t r = 0; r < t; ++r) {
-        if (!tiled[r]) single_rows.push_back(static_cast<int32_t>(r));
+        if (!tiled[r]) singles.push_back(static_cast<int32_t>(r));
     }
-    const int64_t n_logits = static_cast<int64_t>(logit_rows.size());
-    m.insert(m.end(), logit_rows.begin(), logit_rows.end());
-    m.insert(m.end(), tables.begin(), tables.end());
-    m.insert(m.end(), single_rows.begin(), single_rows.end());
-    const int32_t* tile_ints = reinterpret_cast<const int32_t*>(tiles.data());
-    static_assert(sizeof(cuda::QueryTile) == 4 * sizeof(int32_t), "tiles travel as int32 quadruples");
-    m.insert(m.end(), tile_ints, tile_ints + 4 * tiles.size());
+    // Decode rows sharing a prefix of blocks: cascade attention, the prefix
+    // read once per group (CascadePrefix), each member's own keys after it.
+    StepMeta meta;
+    if (cascade) {
+        for (const cpu::SharedPrefixGroup& g :
+             cpu::FindSharedPrefixes(spans.data(), static_cast<int32_t>(spans.size()), pool.block_size(),
+                                     kCascadeMinSharedTokens, 2)) {
+            for (size_t i = 0; i < g.spans.size(); i += cuda::kQueryTileRows) {
+                const int32_t n = static_cast<int32_t>(std::min<size_t>(cuda::kQueryTileRows, g.spans.size() - i));
+                const int32_t first_row = static_cast<int32_t>(spans[g.spans[i]].q_row);
+                group_tiles.push_back({static_cast<int32_t>(members.size()), n, g.shared_len, table_begin[first_row]});
+                for (int32_t j = 0; j < n; ++j) {
+                    const int32_t row = static_cast<int32_t>(spans[g.spans[i + j]].q_row);
+                    members.push_back(row);
+                    key_begin[row] = g.shared_len;
+                }
+            }
+        }
+        meta.cascade_members = static_cast<int64_t>(members.size());
+    }
+    meta.Append(StepMeta::kTokens, plan.tokens);
+    meta.Append(StepMeta::kPositions, plan.positions);
+    meta.Append(StepMeta::kSlots, slots);
+    meta.Append(StepMeta::kTableBegin, table_begin);
+    meta.Append(StepMeta::kKeyBegin, key_begin);
+    meta.Append(StepMeta::kLogitRows, logit_rows);
+    meta.Append(StepMeta::kTables, tables);
+    meta.Append(StepMeta::kSingles, singles);
+    meta.Append(StepMeta::kTiles, tiles);
+    meta.Append(StepMeta::kMembers, members);
+    meta.Append(StepMeta::kGroupTiles, group_tiles);
+    meta.n_tiles = static_cast<int32_t>(tiles.size());
+    meta.n_group_tiles = static_cast<int32_t>(group_tiles.size());
+    return meta;
+}
+
+absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
+    const ModelConfig& c = model.config();
+    PP_RETURN_IF_ERROR(ValidateStepPlan(c, plan));
+    for (const SeqStep& s : plan.seqs) {
+        if (s.lazy != nullptr) return absl::UnimplementedError("LazyLLM pruning is not on the CUDA backend yet");
+    }
+    const int64_t t = static_cast<int64_t>(plan.tokens.size());
+    const int64_t d = c.dim, h = c.hidden_dim;
+    const StepMeta m = PlanRows(plan, out);
+    const int64_t n_logits = static_cast<int64_t>(m.count(StepMeta::kLogitRows));
+    cascade_queries += static_cast<uint64_t>(m.cascade_members);
 
     const size_t a = ElemBytes(act);
     PP_RETURN_IF_ERROR(Reserve(x, t * d * a));
@@ -192,21 +247,29 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     PP_RETURN_IF_ERROR(Reserve(gu, t * 2 * h * a));
     PP_RETURN_IF_ERROR(Reserve(hb, t * h * a));
     PP_RETURN_IF_ERROR(Reserve(logits, std::max<int64_t>(n_logits, 1) * c.vocab_size * sizeof(float)));
-    PP_RETURN_IF_ERROR(Reserve(meta, m.size() * sizeof(int32_t)));
-    PP_RETURN_IF_ERROR(meta.CopyFromHost(m.data(), m.size() * sizeof(int32_t)));
-    const int32_t* dm = meta.as<int32_t>();
-    const int32_t* d_tokens = dm;
-    const int32_t* d_positions = dm + t;
-    const int32_t* d_logit_rows = dm + 4 * t;
-    const int32_t* d_tables = d_logit_rows + n_logits;
-    const int32_t* d_single = d_tables + tables.size();
-    const auto* d_tiles = reinterpret_cast<const cuda::QueryTile*>(d_single + single_rows.size());
-    const cuda::DeviceRows rows{t, dm + 2 * t, dm + 3 * t, d_tables};
-    const cuda::DeviceRows singles{static_cast<int64_t>(single_rows.size()), rows.horizon, rows.table_begin, d_tables,
-                                   d_single};
+    if (m.cascade_members > 0) {
+        PP_RETURN_IF_ERROR(Reserve(partial_o, t * c.q_dim() * sizeof(float)));
+        PP_RETURN_IF_ERROR(Reserve(partial_lse, t * c.n_heads * sizeof(float)));
+    }
+    PP_RETURN_IF_ERROR(Reserve(meta, m.ints.size() * sizeof(int32_t)));
+    PP_RETURN_IF_ERROR(meta.CopyFromHost(m.ints.data(), m.ints.size() * sizeof(int32_t)));
+    const auto part = [&](StepMeta::Part p) { return meta.as<int32_t>() + m.at[p]; };
+    const int32_t* d_positions = part(StepMeta::kPositions);
+    const int32_t* d_tables = part(StepMeta::kTables);
+    const auto* d_tiles = reinterpret_cast<const cuda::QueryTile*>(part(StepMeta::kTiles));
+    const auto* d_group_tiles = reinterpret_cast<const cuda::QueryTile*>(part(StepMeta::kGroupTiles));
+    const cuda::DeviceRows rows{t, part(StepMeta::kSlots), part(StepMeta::kTableBegin), d_tables};
+    cuda::DeviceRows singles = rows;
+    singles.rows = static_cast<int64_t>(m.count(StepMeta::kSingles));
+    singles.row_ids = part(StepMeta::kSingles);
+    if (m.cascade_members > 0) {
+        singles.key_begin = part(StepMeta::kKeyBegin);
+        singles.partial_o = partial_o.as<float>();
+        singles.partial_lse = partial_lse.as<float>();
+    }
 
     const ModelWeights& w = model.weights();
-    cuda::Gather(token_embd.data(), w.token_embd.dtype(), d_tokens, x.data(), t, d, act);
+    cuda::Gather(token_embd.data(), w.token_embd.dtype(), part(StepMeta::kTokens), x.data(), t, d, act);
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     for (int32_t l = 0; l < c.n_layers; ++l) {
         const Layer& lw = layers[l];
@@ -218,9 +281,11 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
         cuda::Rope(qkv.data(), act, t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim, d_positions,
                    inv_freq.as<float>());
         cuda::AppendKv(qkv.data(), act, c.qkv_dim(), c.q_dim(), rows, kv);
-        if (!cuda::PagedAttention(qkv.data(), att.data(), act, shape, singles, kv) ||
-            !cuda::TiledAttention(qkv.data(), att.data(), act, shape, d_tiles, static_cast<int32_t>(tiles.size()),
-                                  d_tables, kv)) {
+        // The cascade's prefix part first: the per-row kernel merges it in.
+        if (!cuda::CascadePrefix(qkv.data(), act, shape, d_group_tiles, m.n_group_tiles, part(StepMeta::kMembers),
+                                 d_tables, kv, partial_o.as<float>(), partial_lse.as<float>()) ||
+            !cuda::PagedAttention(qkv.data(), att.data(), act, shape, singles, kv) ||
+            !cuda::TiledAttention(qkv.data(), att.data(), act, shape, d_tiles, m.n_tiles, d_tables, kv)) {
             return absl::UnimplementedError(absl::StrCat("head_dim ", c.head_dim,
                                                          " is above what the CUDA attention kernels handle (",
                                                          cuda::kTiledMaxHeadDim, ")"));
@@ -234,7 +299,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     out->rows = static_cast<int32_t>(n_logits);
     if (n_logits > 0) {
         // Only the rows that produce logits pass the final norm and the output matrix.
-        cuda::Gather(x.data(), act, d_logit_rows, xb.data(), n_logits, d, act);
+        cuda::Gather(x.data(), act, part(StepMeta::kLogitRows), xb.data(), n_logits, d, act);
         cuda::RmsNorm(xb.data(), output_norm.as<float>(), xb.data(), n_logits, d, c.norm_eps, act);
         const void* wout = tied ? token_embd.data() : output.data();
         PP_RETURN_IF_ERROR(blas->Linear(xb.data(), wout, logits.data(), n_logits, c.vocab_size, d, false, act,
@@ -270,7 +335,11 @@ KvBlockPool& CudaForwardPass::pool() { return impl_->pool; }
 uint64_t CudaForwardPass::workspace_bytes() const {
     const Impl& i = *impl_;
     return i.x.bytes() + i.xb.bytes() + i.qkv.bytes() + i.att.bytes() + i.gu.bytes() + i.hb.bytes() +
-           i.logits.bytes() + i.meta.bytes();
+           i.logits.bytes() + i.meta.bytes() + i.partial_o.bytes() + i.partial_lse.bytes();
+}
+
+void CudaForwardPass::set_cascade(bool on) { impl_->cascade = on; }
+uint64_t CudaForwardPass::cascade_queries() const { return impl_->cascade_queries;
 }
 
 }  // namespace prepack

@@ -5,9 +5,11 @@
 // Activations are in the weights' dtype (f32, or bf16 with f32 accumulation
 // inside every kernel); logits come back to the host in f32.
 //
-// Not yet on the GPU (issue 9): LazyLLM spans (UNIMPLEMENTED), cascade
-// attention for shared prefixes (groups read their prefix once per member),
-// a flash-style tiled prefill kernel. Only built when nvcc exists.
+// Attention: runs of consecutive tokens (prefill) through the tiled kernel,
+// single rows (decode) through the per-row kernel, decode rows that share a
+// prefix of blocks through cascade attention (the prefix read once per group).
+// Not yet on the GPU (issue 9): LazyLLM spans (UNIMPLEMENTED). Built when
+// nvcc exists (libprepack_cuda.so), and against the CPU emulator for tests.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +41,8 @@ public:
 
     absl::Status Run(const StepPlan& plan, StepOutput* out) override;
     uint64_t workspace_bytes() const override;
-    void set_cascade(bool) override {}   // no cascade kernel yet: every member reads the prefix
-    uint64_t cascade_queries() const override { return 0; }
+    void set_cascade(bool on) override;
+    uint64_t cascade_queries() const override;
     const Model& model() const override;
     KvBlockPool& pool() override;
 

@@ -227,13 +227,15 @@ TEST(CudaEngine, GreedyTokensEqualTheCpuOracleUnderEveryPolicy) {
     const std::string path = testing::StoriesDir() + "/stories260K.gguf";
     auto model = Model::Load(path);
     ASSERT_TRUE(model.ok());
-    // Two groups sharing a 40-token prefix (BatchLLM computes it once and the
-    // members' first private write copies the shared block on the device), and loners.
+    // Two groups sharing an 88-token prefix (BatchLLM computes it once, the
+    // members' first private write copies the shared partial block on the
+    // device, and their decode steps read the 80 tokens of shared whole
+    // blocks through cascade attention), and a loner.
     std::vector<Request> reqs;
     for (int g = 0; g < 2; ++g) {
         for (int k = 0; k < 3; ++k) {
             Request r;
-            r.prompt_tokens = Ids(40, 20 + g, 512);
+            r.prompt_tokens = Ids(88, 20 + g, 512);
             const std::vector<int32_t> tail = Ids(3 + 5 * k, 30 + 3 * g + k, 512);
             r.prompt_tokens.insert(r.prompt_tokens.end(), tail.begin(), tail.end());
             r.max_tokens = 12;
@@ -266,6 +268,9 @@ TEST(CudaEngine, GreedyTokensEqualTheCpuOracleUnderEveryPolicy) {
             Event finish;
             EXPECT_EQ(Collect(**streams[i], &finish), want[i]) << "request " << i;
             EXPECT_TRUE(finish.status.ok()) << finish.status;
+        }
+        if (policy == SchedulePolicy::kBatchLlm) {
+            EXPECT_GT((*engine)->Stats().cascade_decode_tokens, 0u) << "members decode through cascade attention";
         }
         Request lazy = story;
         lazy.lazy = true;

@@ -247,6 +247,81 @@ TEST_P(CudaKernels, PagedAndTiledAttentionMatchCpu) {
     }
 }
 
+// Cascade: decode rows whose tables begin with the same prefix blocks (two
+// groups, one larger than a query tile) get, after CascadePrefix and the
+// merge in PagedAttention, what plain attention gives them; rows outside
+// the groups are untouched by the cascade.
+TEST_P(CudaKernels, CascadeEqualsPlainAttention) {
+    std::mt19937 rng(5);
+    for (int head_dim : {64, 24}) {
+        const int block = 16, kv_heads = 2, heads = 8, kv_dim = kv_heads * head_dim, width = heads * head_dim;
+        // (group, prefix blocks, members); group -1: a loner.
+        struct Seq {
+            int group, own_tokens;
+        };
+        const int prefix_blocks[2] = {4, 2};
+        std::vector<Seq> seqs;
+        for (int i = 0; i < 37; ++i) seqs.push_back({0, 1 + i % 20});
+        for (int i = 0; i < 3; ++i) seqs.push_back({1, 5 + 7 * i});
+        seqs.push_back({-1, 40});
+        int next_block = 2 * 8;   // the two prefixes take blocks [0, 8) in a shuffled order
+        std::vector<int32_t> prefix_ids(8);
+        for (int i = 0; i < 8; ++i) prefix_ids[i] = i;
+        std::shuffle(prefix_ids.begin(), prefix_ids.end(), rng);
+        std::vector<int32_t> horizon, table_begin, tables, key_begin;
+        std::vector<cpu::AttentionSpan> spans;
+        std::vector<std::vector<int32_t>> members(2);
+        for (size_t s = 0; s < seqs.size(); ++s) {
+            const int g = seqs[s].group;
+            const int shared = g < 0 ? 0 : prefix_blocks[g] * block;
+            const int total = shared + seqs[s].own_tokens;   // keys, its query's own included
+            const int32_t begin = static_cast<int32_t>(tables.size());
+            for (int b = 0; b < (total + block - 1) / block; ++b) {
+                tables.push_back(g >= 0 && b < prefix_blocks[g] ? prefix_ids[4 * g + b] : next_block++);
+            }
+            horizon.push_back(total - 1);
+            table_begin.push_back(begin);
+            key_begin.push_back(shared);
+            if (g >= 0) members[g].push_back(static_cast<int32_t>(s));
+            spans.push_back({int64_t(s), 1, total - 1, nullptr});
+        }
+        for (size_t s = 0; s < spans.size(); ++s) spans[s].blocks = tables.data() + table_begin[s];
+        const std::vector<float> k = Random(size_t(next_block) * block * kv_dim, 30), v = Random(k.size(), 31),
+                                 q = Input(seqs.size() * width, 32);
+        const cpu::AttentionShape shape{heads, kv_heads, head_dim, width, width};
+        std::vector<float> want(q.size());
+        cpu::PagedAttention(q.data(), want.data(), shape, spans.data(), int32_t(spans.size()),
+                            cpu::PagedKv{k.data(), v.data(), block, kv_dim});
+
+        std::vector<int32_t> member_rows;
+        std::vector<QueryTile> tiles;
+        for (int g = 0; g < 2; ++g) {
+            for (size_t i = 0; i < members[g].size(); i += kQueryTileRows) {
+                const int n = std::min<int>(kQueryTileRows, members[g].size() - i);
+                tiles.push_back({static_cast<int32_t>(member_rows.size()), n, prefix_blocks[g] * block,
+                                 table_begin[members[g][0]]});
+                member_rows.insert(member_rows.end(), members[g].begin() + i, members[g].begin() + i + n);
+            }
+        }
+        DeviceBuffer dq = Upload(q, act()), dout = Upload(std::vector<float>(q.size(), 7.0f), act()),
+                     dk = Upload(k, DType::kF32), dv = Upload(v, DType::kF32), dh = UploadRaw(horizon),
+                     db = UploadRaw(table_begin), dt = UploadRaw(tables), dkb = UploadRaw(key_begin),
+                     dm = UploadRaw(member_rows), dtiles = UploadRaw(tiles),
+                     po = Upload(std::vector<float>(q.size(), 0.0f), DType::kF32),
+                     plse = Upload(std::vector<float>(seqs.size() * heads, 0.0f), DType::kF32);
+        const cpu::PagedKv kv{dk.data(), dv.data(), block, kv_dim, DType::kF32};
+        ASSERT_TRUE(CascadePrefix(dq.data(), act(), shape, dtiles.as<QueryTile>(), int32_t(tiles.size()),
+                                  dm.as<int32_t>(), dt.as<int32_t>(), kv, po.as<float>(), plse.as<float>()));
+        DeviceRows rows{int64_t(seqs.size()), dh.as<int32_t>(), db.as<int32_t>(), dt.as<int32_t>()};
+        rows.key_begin = dkb.as<int32_t>();
+        rows.partial_o = po.as<float>();
+        rows.partial_lse = plse.as<float>();
+        ASSERT_TRUE(PagedAttention(dq.data(), dout.data(), act(), shape, rows, kv));
+        EXPECT_LT(MaxRelDiff(Download(dout, q.size(), act()), want), act() == DType::kBf16 ? 1e-2 : 1e-5)
+            << "head_dim " << head_dim;
+    }
+}
+
 // Rows of three sequences (their block tables scattered over the pool)
 // append their K/V; every other slot of the slabs is left as it was.
 TEST_P(CudaKernels, AppendKvWritesEachRowAtItsSlot) {

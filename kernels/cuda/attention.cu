@@ -17,36 +17,35 @@ constexpr int kMaxDimsPerThread = 4;   // head_dim <= 512
 // then every thread updates the output dims it owns (d = t, t + kThreads,
 // ...) with the chunk's weights, reading V rows coalesced.
 __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, int group, int head_dim,
-                                     int64_t q_stride, int64_t out_stride, const int32_t* row_ids,
-                                     const int32_t* horizons,
-                                     const int32_t* table_begin, const int32_t* tables, const void* k, const void* v,
-                                     int block_size, int kv_dim, bool kv_bf16) {
+                                     int64_t q_stride, int64_t out_stride, DeviceRows rows, const void* k,
+                                     const void* v, int block_size, int kv_dim, bool kv_bf16) {
     PP_DYNAMIC_SHARED(float, shared);
     float* qs = shared;              // [head_dim], pre-scaled
     float* ps = shared + head_dim;   // [kThreads]: the chunk's weights
     __shared__ float red[32];
-    const int64_t row = row_ids != nullptr ? row_ids[blockIdx.x] : blockIdx.x;
+    const int64_t row = rows.row_ids != nullptr ? rows.row_ids[blockIdx.x] : blockIdx.x;
     const int head = blockIdx.y, kv_head = head / group;
-    const int32_t horizon = horizons[row];
+    const int32_t horizon = rows.horizon[row];
     if (horizon < 0) {   // a padding row outside every span: defined zeros, as on the CPU
         for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
             StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, 0.0f, act_bf16);
         }
         return;
     }
+    const int32_t first_key = rows.key_begin != nullptr ? rows.key_begin[row] : 0;   // > 0: a cascade member
+    const int32_t* table = rows.tables + rows.table_begin[row];
     const float scale = rsqrtf(static_cast<float>(head_dim));
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
         qs[d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * scale;
     }
     __syncthreads();
-    const int32_t* table = tables + table_begin[row];
     auto key_offset = [&](int32_t j) {
         return (static_cast<int64_t>(table[j / block_size]) * block_size + j % block_size) * kv_dim +
                static_cast<int64_t>(kv_head) * head_dim;
     };
     float m = -INFINITY, l = 0.0f;
     float acc[kMaxDimsPerThread] = {};
-    for (int32_t c0 = 0; c0 <= horizon; c0 += blockDim.x) {
+    for (int32_t c0 = first_key; c0 <= horizon; c0 += blockDim.x) {
         const int32_t j = c0 + threadIdx.x;
         float s = -INFINITY;
         if (j <= horizon) {
@@ -70,10 +69,25 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
         m = m_new;
         __syncthreads();   // ps is rewritten by the next chunk
     }
+    // A cascade member merges its suffix with the prefix's partial result:
+    // weights e^lse of each part (log-sum-exp merge).
+    float w_own = 1.0f, w_prefix = 0.0f;
+    const int64_t at = row * static_cast<int64_t>(gridDim.y) + head;   // (row, head)
+    if (first_key > 0) {
+        const float lse_own = m + logf(l), lse_prefix = rows.partial_lse[at];
+        const float top = fmaxf(lse_own, lse_prefix);
+        w_own = __expf(lse_own - top);
+        w_prefix = __expf(lse_prefix - top);
+        const float sum = w_own + w_prefix;
+        w_own /= sum;
+        w_prefix /= sum;
+    }
     for (int i = 0; i < kMaxDimsPerThread; ++i) {
         const int d = threadIdx.x + i * blockDim.x;
         if (d >= head_dim) break;
-        StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, acc[i] / l, act_bf16);
+        float o = acc[i] / l * w_own;
+        if (first_key > 0) o += w_prefix * rows.partial_o[at * head_dim + d];
+        StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, o, act_bf16);
     }
 }
 
@@ -84,17 +98,21 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
 // softmax statistics are reduced with two shuffles. Keys arrive kKeyTile at
 // a time through shared memory (K, then V in the same buffer); the loop ends
 // at the tile's last visible key. Shared rows are padded by one float
-// against bank conflicts.
+// against bank conflicts. kPrefix: the tile's rows are cascade members
+// (member_rows[tile.row + r]) that all see exactly the prefix's keys
+// [0, tile.first_slot); their partial results go to partial_o/partial_lse.
 constexpr int kTiledThreads = 128;
 constexpr int kKeyTile = 32;
 constexpr int kLanesPerRow = kTiledThreads / kQueryTileRows;   // 4
 constexpr int kKeysPerThread = kKeyTile / kLanesPerRow;       // 8
 constexpr int kDimsPerThread = kTiledMaxHeadDim / kLanesPerRow;
 
+template <bool kPrefix>
 __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, int group, int head_dim,
                                      int64_t q_stride, int64_t out_stride, const QueryTile* tiles,
                                      const int32_t* tables, const void* k, const void* v, int block_size,
-                                     int kv_dim, bool kv_bf16) {
+                                     int kv_dim, bool kv_bf16, const int32_t* member_rows, float* partial_o,
+                                     float* partial_lse) {
     PP_DYNAMIC_SHARED(float, smem);
     const int ld = head_dim + 1;
     float* qs = smem;                           // [kQueryTileRows][ld], pre-scaled
@@ -104,14 +122,19 @@ __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, in
     const int head = blockIdx.y, kv_head = head / group;
     const int t = threadIdx.x, r = t / kLanesPerRow, lane = t % kLanesPerRow;
     const float scale = rsqrtf(static_cast<float>(head_dim));
+    // Rows past the tile repeat its first row: finite, never stored.
+    auto row_of = [&](int rr) -> int64_t {
+        const int32_t at = tile.row + (rr < tile.n_rows ? rr : 0);
+        return kPrefix ? member_rows[at] : at;
+    };
     for (int i = t; i < kQueryTileRows * head_dim; i += kTiledThreads) {
         const int rr = i / head_dim, d = i % head_dim;
-        // Rows past the tile repeat its first row: finite, never stored.
-        const int64_t row = tile.row + (rr < tile.n_rows ? rr : 0);
+        const int64_t row = row_of(rr);
         qs[rr * ld + d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * scale;
     }
-    const int32_t horizon = tile.first_slot + (r < tile.n_rows ? r : 0);   // this thread's row's last key
-    const int32_t last_key = tile.first_slot + tile.n_rows - 1;
+    // This thread's row's last key, and the tile's.
+    const int32_t horizon = kPrefix ? tile.first_slot - 1 : tile.first_slot + (r < tile.n_rows ? r : 0);
+    const int32_t last_key = kPrefix ? tile.first_slot - 1 : tile.first_slot + tile.n_rows - 1;
     const int32_t* table = tables + tile.table_begin;
     auto load_tile = [&](const void* src, int32_t k0) {
         for (int i = t; i < kKeyTile * head_dim; i += kTiledThreads) {
@@ -177,12 +200,18 @@ __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, in
         }
     }
     if (r >= tile.n_rows) return;
-    const int64_t row = tile.row + r;
+    const int64_t row = row_of(r);
+    const int64_t at = row * static_cast<int64_t>(gridDim.y) + head;   // (row, head)
+    if (kPrefix && lane == 0) partial_lse[at] = m + logf(l);
 #pragma unroll
     for (int i = 0; i < kDimsPerThread; ++i) {
         const int d = lane + kLanesPerRow * i;
         if (d < head_dim) {
-            StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, acc[i] / l, act_bf16);
+            if (kPrefix) {
+                partial_o[at * head_dim + d] = acc[i] / l;
+            } else {
+                StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, acc[i] / l, act_bf16);
+            }
         }
     }
 }
@@ -224,13 +253,16 @@ bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::Attenti
     const size_t shared = sizeof(float) * (shape.head_dim + kThreads);
     PP_LAUNCH(PagedAttentionKernel, grid, kThreads, shared)(
         q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
-        shape.out_stride, rows.row_ids, rows.horizon, rows.table_begin, rows.tables, kv.k, kv.v, kv.block_size, kv.kv_dim,
-        kv.dtype == cpu::DType::kBf16);
+        shape.out_stride, rows, kv.k, kv.v, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16);
     return true;
 }
 
-bool TiledAttention(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape,
-                    const QueryTile* tiles, int32_t n_tiles, const int32_t* tables, const cpu::PagedKv& kv) {
+namespace {
+
+template <bool kPrefix>
+bool LaunchTiles(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape, const QueryTile* tiles,
+                 int32_t n_tiles, const int32_t* tables, const cpu::PagedKv& kv, const int32_t* member_rows,
+                 float* partial_o, float* partial_lse) {
     if (shape.head_dim > kTiledMaxHeadDim || shape.n_kv_heads < 1 || shape.n_heads % shape.n_kv_heads != 0) {
         return false;
     }
@@ -238,14 +270,29 @@ bool TiledAttention(const void* q, void* out, cpu::DType act, const cpu::Attenti
     const size_t shared =
         sizeof(float) * ((kQueryTileRows + kKeyTile) * (shape.head_dim + 1) + kQueryTileRows * (kKeyTile + 1));
     if (shared > 48 * 1024) {   // above the default: head_dim > 176
-        cudaFuncSetAttribute(TiledAttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaFuncSetAttribute(TiledAttentionKernel<kPrefix>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(shared));
     }
     const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(shape.n_heads));
-    PP_LAUNCH(TiledAttentionKernel, grid, kTiledThreads, shared)(
+    PP_LAUNCH(TiledAttentionKernel<kPrefix>, grid, kTiledThreads, shared)(
         q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
-        shape.out_stride, tiles, tables, kv.k, kv.v, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16);
+        shape.out_stride, tiles, tables, kv.k, kv.v, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16,
+        member_rows, partial_o, partial_lse);
     return true;
+}
+
+}  // namespace
+
+bool TiledAttention(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape,
+                    const QueryTile* tiles, int32_t n_tiles, const int32_t* tables, const cpu::PagedKv& kv) {
+    return LaunchTiles<false>(q, out, act, shape, tiles, n_tiles, tables, kv, nullptr, nullptr, nullptr);
+}
+
+bool CascadePrefix(const void* q, cpu::DType act, const cpu::AttentionShape& shape, const QueryTile* tiles,
+                   int32_t n_tiles, const int32_t* member_rows, const int32_t* tables, const cpu::PagedKv& kv,
+                   float* partial_o, float* partial_lse) {
+    return LaunchTiles<true>(q, nullptr, act, shape, tiles, n_tiles, tables, kv, member_rows, partial_o,
+                             partial_lse);
 }
 
 }  // namespace prepack::cuda

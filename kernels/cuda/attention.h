@@ -24,6 +24,12 @@ struct DeviceRows {
     // When set, PagedAttention runs only for rows row_ids[0 .. rows) (the
     // others are TiledAttention's); AppendKv ignores it.
     const int32_t* row_ids = nullptr;
+    // Cascade members (PagedAttention only): a row with key_begin[row] > 0
+    // attends to keys from there on and merges the result with the shared
+    // prefix's partial attention that CascadePrefix left at the row.
+    const int32_t* key_begin = nullptr;
+    const float*   partial_o = nullptr;     // [row, n_heads * head_dim], normalised
+    const float*   partial_lse = nullptr;   // [row, n_heads]: log-sum-exp of the prefix's scores
 };
 
 // Rows [row, row + n_rows) of one sequence whose slots are consecutive from
@@ -49,6 +55,18 @@ void AppendKv(const void* qkv, cpu::DType act, int64_t qkv_stride, int64_t k_col
 // pointers). False, launching nothing, for a head_dim above 512.
 bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape, const DeviceRows& rows,
                     const cpu::PagedKv& kv);
+
+// Cascade attention's first step (Hydragen / FlashInfer cascade) for
+// groups of decode rows whose block tables begin with the same shared
+// prefix: tile.row indexes `member_rows` (the members, up to
+// kQueryTileRows per tile), tile.first_slot is the prefix length, and
+// tile.table_begin any member's table. Each prefix key is loaded once per
+// tile and head and scored against every member; each member's prefix-only
+// attention goes to partial_o / partial_lse, which PagedAttention then
+// continues over the member's own keys (DeviceRows::key_begin).
+bool CascadePrefix(const void* q, cpu::DType act, const cpu::AttentionShape& shape, const QueryTile* tiles,
+                   int32_t n_tiles, const int32_t* member_rows, const int32_t* tables, const cpu::PagedKv& kv,
+                   float* partial_o, float* partial_lse);
 
 // The same attention for `n_tiles` query tiles (a device array) against
 // `tables` (device). False, launching nothing, for a head_dim above
