@@ -1,6 +1,6 @@
 #include "core/aux_cache.h"
 
-#include <cstring>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
@@ -44,7 +44,7 @@ absl::Status AuxCache::Reserve(int64_t cells) {
     return absl::OkStatus();
 }
 
-bool AuxCache::Put(int32_t slot, const float* hidden) {
+bool AuxCache::Put(int32_t slot, const void* hidden, size_t bytes) {
     if (!usable()) return false;
     auto it = where_.find(slot);
     if (it == where_.end()) {
@@ -52,7 +52,7 @@ bool AuxCache::Put(int32_t slot, const float* hidden) {
         it = where_.emplace(slot, free_cells_.back()).first;
         free_cells_.pop_back();
     }
-    std::memcpy(it->second, hidden, sizeof(float) * dim_);
+    pool_.CopyBytes(it->second, hidden, std::min(bytes, sizeof(float) * dim_));
     return true;
 }
 

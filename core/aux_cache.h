@@ -32,8 +32,11 @@ public:
     absl::Status Reserve(int64_t cells);
     // Stores `dim` floats for token `slot` (replacing any). False when the
     // pool has no free block for it: the caller keeps the token instead.
-    bool Put(int32_t slot, const float* hidden);
-    // The stored state of `slot`, or null.
+    bool Put(int32_t slot, const float* hidden) { return Put(slot, hidden, sizeof(float) * dim_); }
+    // The same for a state of `bytes` <= dim floats' (a GPU's bf16 row), in
+    // the pool's memory like the cells (device memory for a GPU's pool).
+    bool Put(int32_t slot, const void* hidden, size_t bytes);
+    // The stored state of `slot` (in the pool's memory), or null.
     const float* Get(int32_t slot) const;
     // Frees the cell of `slot` (no-op if absent).
     void Erase(int32_t slot);

@@ -177,10 +177,6 @@ absl::StatusOr<std::shared_ptr<Engine::Seq>> Engine::MakeSeq(Request request) co
         return absl::InvalidArgumentError(absl::StrCat("deadline_ms must be >= 0, got ", request.deadline_ms));
     }
     std::optional<LazySchedule> lazy;
-    if (request.lazy && options_.device != Device::kCpu) {
-        return absl::UnimplementedError(absl::StrCat("LazyLLM pruning is not on the ", DeviceName(options_.device),
-                                                     " backend yet; run it with device cpu"));
-    }
     if (request.lazy) {
         PP_ASSIGN_OR_RETURN(lazy, ResolveLazySchedule(request.lazy_schedule, request.lazy_keep_ratio,
                                                       model_->config().n_layers));

@@ -222,7 +222,7 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
                   row_pos_.data(), inv_freq_.data());
         WriteKv(plan, l);
         Attention(l);
-        const bool prune = PrunesAfter(plan, l);
+        const bool prune = PrunesAfter(plan, l, c.n_layers);
         if (prune) ScoreLastQueries(plan, l);
         cpu::Linear(att_.data(), lw.wo, x_.data(), t, d, c.q_dim(), true);   // x += attn Wo^T
 

@@ -7,6 +7,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/kv_cache.h"
+#include "core/lazy_prune.h"
 #include "core/model.h"
 #include "core/step_plan.h"
 #include "core/step_runner.h"
@@ -42,21 +43,13 @@ public:
     KvBlockPool& pool() override { return pool_; }
 
 private:
-    // Where a sequence's rows are in this layer's activations: contiguous,
-    // in token order. Without LazyLLM they never move.
-    struct SeqRows {
-        int64_t begin;
-        int32_t count;
-    };
-
     void InitRows(const StepPlan& plan);
     void EnsureActivations(int64_t rows);
     void WriteKv(const StepPlan& plan, int32_t layer);
     void PlanAttention(const StepPlan& plan);
     void Attention(int32_t layer);
     void Logits(const StepPlan& plan, StepOutput* out);
-    // LazyLLM (forward_lazy.cpp). Whether any sequence prunes after `layer`.
-    bool PrunesAfter(const StepPlan& plan, int32_t layer) const;
+    // LazyLLM (forward_lazy.cpp, deciding through core/lazy_prune.h).
     // The last token's head-averaged attention over each pruning sequence's keys.
     void ScoreLastQueries(const StepPlan& plan, int32_t layer);
     // Drops the rows of tokens scored out (their hidden states to the aux

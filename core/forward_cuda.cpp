@@ -5,11 +5,10 @@
 #include <vector>
 
 #include "core/forward.h"
-#include "kernels/cuda/attention.h"
+#include "core/forward_cuda_impl.h"
+#include "core/lazy_state.h"
 #include "kernels/cuda/device.h"
-#include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/gemm.h"
 
 namespace prepack {
 
@@ -44,11 +43,9 @@ uint64_t AutoCudaKvBudget(const ModelConfig& config, int64_t min_tokens, DType k
 
 namespace {
 
-size_t ElemBytes(DType t) { return t == DType::kBf16 ? 2 : 4; }
-
 // A host matrix copied to the device as it is (f32 or bf16).
 absl::StatusOr<cuda::DeviceBuffer> Upload(const cpu::Matrix& m, int64_t rows, int64_t cols) {
-    const size_t bytes = static_cast<size_t>(rows) * cols * ElemBytes(m.dtype());
+    const size_t bytes = static_cast<size_t>(rows) * cols * ActBytes(m.dtype());
     PP_ASSIGN_OR_RETURN(cuda::DeviceBuffer b, cuda::DeviceBuffer::Allocate(bytes));
     const void* src = m.dtype() == DType::kBf16 ? static_cast<const void*>(m.bf16) : static_cast<const void*>(m.f32);
     PP_RETURN_IF_ERROR(b.CopyFromHost(src, bytes));
@@ -61,9 +58,9 @@ absl::StatusOr<cuda::DeviceBuffer> UploadFloats(const float* v, int64_t n) {
     return b;
 }
 
-// Grows `b` to at least `bytes` (contents not kept): activations are sized
-// by the largest step seen, then reused.
-absl::Status Reserve(cuda::DeviceBuffer& b, size_t bytes) {
+}  // namespace
+
+absl::Status ReserveDevice(cuda::DeviceBuffer& b, size_t bytes) {
     const size_t had = b.bytes();
     if (had >= bytes) return absl::OkStatus();
     b = cuda::DeviceBuffer();   // free first: the old and new need not both fit
@@ -71,35 +68,6 @@ absl::Status Reserve(cuda::DeviceBuffer& b, size_t bytes) {
     return absl::OkStatus();
 }
 
-}  // namespace
-
-struct CudaForwardPass::Impl {
-    struct Layer {
-        cuda::DeviceBuffer attn_norm, wqkv, wo, ffn_norm, w_gate_up, w_down;
-    };
-
-    const Model&  model;
-    KvBlockPool&  pool;
-    DType         act = DType::kF32;
-    std::unique_ptr<cuda::Blas> blas;
-    cuda::DeviceBuffer token_embd, output_norm, output, inv_freq;
-    bool          tied = false;   // output is token_embd
-    std::vector<Layer> layers;
-    // Activations in `act`, logits in f32, and the step's row metadata (int32):
-    // tokens, positions, slots, table starts, logit rows, block tables.
-    cuda::DeviceBuffer x, xb, qkv, att, gu, hb, logits, meta;
-    // Cascade members' prefix-only attention (f32): o per head, log-sum-exp per head.
-    cuda::DeviceBuffer partial_o, partial_lse;
-    bool          cascade = true;
-    uint64_t      cascade_queries = 0;
-
-    Impl(const Model& m, KvBlockPool& p) : model(m), pool(p), act(m.weights().dtype) {}
-
-    struct StepMeta;
-    absl::Status UploadWeights();
-    StepMeta PlanRows(const StepPlan& plan, StepOutput* out) const;
-    absl::Status Run(const StepPlan& plan, StepOutput* out);
-};
 
 absl::Status CudaForwardPass::Impl::UploadWeights() {
     const ModelConfig& c = model.config();
@@ -129,151 +97,45 @@ absl::Status CudaForwardPass::Impl::UploadWeights() {
     return cuda::Synchronize("uploading the weights");
 }
 
-// A step's row metadata, laid out as the one int32 buffer uploaded per step
-// holds it; `at` gives each part's offset.
-struct CudaForwardPass::Impl::StepMeta {
-    enum Part { kTokens, kPositions, kSlots, kTableBegin, kKeyBegin, kLogitRows, kTables, kSingles, kTiles,
-                kMembers, kGroupTiles, kParts };
-    std::vector<int32_t> ints;
-    size_t at[kParts + 1] = {};
-    int32_t n_tiles = 0, n_group_tiles = 0;
-    int64_t cascade_members = 0;
-
-    size_t count(Part p) const { return at[p + 1] - at[p]; }
-    void Append(Part p, const int32_t* v, size_t n) {
-        at[p] = ints.size();
-        ints.insert(ints.end(), v, v + n);
-        at[p + 1] = ints.size();
-    }
-    template <typename T>
-    void Append(Part p, const std::vector<T>& v) {
-        static_assert(sizeof(T) % sizeof(int32_t) == 0, "int32 records");
-        Append(p, reinterpret_cast<const int32_t*>(v.data()), v.size() * sizeof(T) / sizeof(int32_t));
-    }
-};
-
-CudaForwardPass::Impl::StepMeta CudaForwardPass::Impl::PlanRows(const StepPlan& plan, StepOutput* out) const {
-    const int64_t t = static_cast<int64_t>(plan.tokens.size());
-    // A row's slot is its token index in its sequence (where its K/V go, and
-    // the last key it sees); -1 for rows in no span.
-    std::vector<int32_t> slots(t, -1), table_begin(t, 0), key_begin(t, 0), tables, logit_rows, singles, members;
-    // Spans of two or more rows go to the tiled kernel in tiles of
-    // consecutive tokens; single rows (decode) and rows in no span (zeros)
-    // to the per-row kernel.
-    std::vector<cuda::QueryTile> tiles, group_tiles;
-    std::vector<uint8_t> tiled(t, 0);
-    std::vector<cpu::AttentionSpan> spans;
-    out->first_row.assign(plan.seqs.size(), -1);
-    for (size_t k = 0; k < plan.seqs.size(); ++k) {
-        const SeqStep& s = plan.seqs[k];
-        const int32_t begin = static_cast<int32_t>(tables.size());
-        tables.insert(tables.end(), s.kv->blocks().begin(), s.kv->blocks().end());
-        const int32_t rows = s.n_tokens + s.n_pad;
-        for (int32_t i = 0; i < rows; ++i) {
-            slots[s.token_begin + i] = s.kv->num_tokens() + i;
-            table_begin[s.token_begin + i] = begin;
-        }
-        spans.push_back({s.token_begin, rows, s.kv->num_tokens(), s.kv->blocks().data()});
-        if (rows >= 2) {
-            for (int32_t i = 0; i < rows; i += cuda::kQueryTileRows) {
-                tiles.push_back({s.token_begin + i, std::min(cuda::kQueryTileRows, rows - i), s.kv->num_tokens() + i,
-                                 begin});
-            }
-            std::fill(tiled.begin() + s.token_begin, tiled.begin() + s.token_begin + rows, 1);
-        }
-        if (s.logits == LogitsWanted::kNone) continue;
-        out->first_row[k] = static_cast<int32_t>(logit_rows.size());
-        const int32_t end = s.token_begin + s.n_tokens;   // pads follow the real tokens
-        for (int32_t r = s.logits == LogitsWanted::kAll ? s.token_begin : end - 1; r < end; ++r) {
-            logit_rows.push_back(r);
-        }
-    }
-    for (int64_t r = 0; r < t; ++r) {
-        if (!tiled[r]) singles.push_back(static_cast<int32_t>(r));
-    }
-    // Decode rows sharing a prefix of blocks: cascade attention, the prefix
-    // read once per group (CascadePrefix), each member's own keys after it.
-    StepMeta meta;
-    if (cascade) {
-        for (const cpu::SharedPrefixGroup& g :
-             cpu::FindSharedPrefixes(spans.data(), static_cast<int32_t>(spans.size()), pool.block_size(),
-                                     kCascadeMinSharedTokens, 2)) {
-            for (size_t i = 0; i < g.spans.size(); i += cuda::kQueryTileRows) {
-                const int32_t n = static_cast<int32_t>(std::min<size_t>(cuda::kQueryTileRows, g.spans.size() - i));
-                const int32_t first_row = static_cast<int32_t>(spans[g.spans[i]].q_row);
-                group_tiles.push_back({static_cast<int32_t>(members.size()), n, g.shared_len, table_begin[first_row]});
-                for (int32_t j = 0; j < n; ++j) {
-                    const int32_t row = static_cast<int32_t>(spans[g.spans[i + j]].q_row);
-                    members.push_back(row);
-                    key_begin[row] = g.shared_len;
-                }
-            }
-        }
-        meta.cascade_members = static_cast<int64_t>(members.size());
-    }
-    meta.Append(StepMeta::kTokens, plan.tokens);
-    meta.Append(StepMeta::kPositions, plan.positions);
-    meta.Append(StepMeta::kSlots, slots);
-    meta.Append(StepMeta::kTableBegin, table_begin);
-    meta.Append(StepMeta::kKeyBegin, key_begin);
-    meta.Append(StepMeta::kLogitRows, logit_rows);
-    meta.Append(StepMeta::kTables, tables);
-    meta.Append(StepMeta::kSingles, singles);
-    meta.Append(StepMeta::kTiles, tiles);
-    meta.Append(StepMeta::kMembers, members);
-    meta.Append(StepMeta::kGroupTiles, group_tiles);
-    meta.n_tiles = static_cast<int32_t>(tiles.size());
-    meta.n_group_tiles = static_cast<int32_t>(group_tiles.size());
-    return meta;
-}
-
 absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     const ModelConfig& c = model.config();
     PP_RETURN_IF_ERROR(ValidateStepPlan(c, plan));
-    for (const SeqStep& s : plan.seqs) {
-        if (s.lazy != nullptr) return absl::UnimplementedError("LazyLLM pruning is not on the CUDA backend yet");
-    }
-    const int64_t t = static_cast<int64_t>(plan.tokens.size());
+    int64_t t = static_cast<int64_t>(plan.tokens.size());
     const int64_t d = c.dim, h = c.hidden_dim;
-    const StepMeta m = PlanRows(plan, out);
-    const int64_t n_logits = static_cast<int64_t>(m.count(StepMeta::kLogitRows));
+    row_pos = plan.positions;
+    row_slot.assign(t, -1);
+    seq_rows.clear();
+    for (const SeqStep& s : plan.seqs) {
+        const int32_t rows = s.n_tokens + s.n_pad;
+        for (int32_t i = 0; i < rows; ++i) row_slot[s.token_begin + i] = s.kv->num_tokens() + i;
+        seq_rows.push_back({s.token_begin, rows});
+        if (s.lazy != nullptr) s.lazy->Reserve(s.kv->num_tokens() + s.n_tokens);
+    }
+    CudaStepMeta m = PlanRows(plan, nullptr);
     cascade_queries += static_cast<uint64_t>(m.cascade_members);
-
-    const size_t a = ElemBytes(act);
-    PP_RETURN_IF_ERROR(Reserve(x, t * d * a));
-    PP_RETURN_IF_ERROR(Reserve(xb, std::max<int64_t>(t * std::max<int64_t>(d, c.q_dim()), 1) * a));
-    PP_RETURN_IF_ERROR(Reserve(qkv, t * c.qkv_dim() * a));
-    PP_RETURN_IF_ERROR(Reserve(att, t * c.q_dim() * a));
-    PP_RETURN_IF_ERROR(Reserve(gu, t * 2 * h * a));
-    PP_RETURN_IF_ERROR(Reserve(hb, t * h * a));
-    PP_RETURN_IF_ERROR(Reserve(logits, std::max<int64_t>(n_logits, 1) * c.vocab_size * sizeof(float)));
-    if (m.cascade_members > 0) {
-        PP_RETURN_IF_ERROR(Reserve(partial_o, t * c.q_dim() * sizeof(float)));
-        PP_RETURN_IF_ERROR(Reserve(partial_lse, t * c.n_heads * sizeof(float)));
-    }
-    PP_RETURN_IF_ERROR(Reserve(meta, m.ints.size() * sizeof(int32_t)));
-    PP_RETURN_IF_ERROR(meta.CopyFromHost(m.ints.data(), m.ints.size() * sizeof(int32_t)));
-    const auto part = [&](StepMeta::Part p) { return meta.as<int32_t>() + m.at[p]; };
-    const int32_t* d_positions = part(StepMeta::kPositions);
-    const int32_t* d_tables = part(StepMeta::kTables);
-    const auto* d_tiles = reinterpret_cast<const cuda::QueryTile*>(part(StepMeta::kTiles));
-    const auto* d_group_tiles = reinterpret_cast<const cuda::QueryTile*>(part(StepMeta::kGroupTiles));
-    const cuda::DeviceRows rows{t, part(StepMeta::kSlots), part(StepMeta::kTableBegin), d_tables};
-    cuda::DeviceRows singles = rows;
-    singles.rows = static_cast<int64_t>(m.count(StepMeta::kSingles));
-    singles.row_ids = part(StepMeta::kSingles);
-    if (m.cascade_members > 0) {
-        singles.key_begin = part(StepMeta::kKeyBegin);
-        singles.partial_o = partial_o.as<float>();
-        singles.partial_lse = partial_lse.as<float>();
-    }
+    PP_RETURN_IF_ERROR(ReserveDevice(x, t * d * ActBytes(act)));
+    PP_RETURN_IF_ERROR(UploadMeta(m));
 
     const ModelWeights& w = model.weights();
-    cuda::Gather(token_embd.data(), w.token_embd.dtype(), part(StepMeta::kTokens), x.data(), t, d, act);
+    cuda::Gather(token_embd.data(), w.token_embd.dtype(), meta.as<int32_t>() + m.at[CudaStepMeta::kTokens], x.data(),
+                 t, d, act);
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     for (int32_t l = 0; l < c.n_layers; ++l) {
         const Layer& lw = layers[l];
         const cpu::PagedKv kv = pool.Layer(l);
+        const auto part = [&](CudaStepMeta::Part p) { return meta.as<int32_t>() + m.at[p]; };
+        const int32_t* d_positions = part(CudaStepMeta::kPositions);
+        const int32_t* d_tables = part(CudaStepMeta::kTables);
+        const cuda::DeviceRows rows{t, part(CudaStepMeta::kSlots), part(CudaStepMeta::kTableBegin), d_tables};
+        cuda::DeviceRows singles = rows;
+        singles.rows = static_cast<int64_t>(m.count(CudaStepMeta::kSingles));
+        singles.row_ids = part(CudaStepMeta::kSingles);
+        if (m.cascade_members > 0) {
+            singles.key_begin = part(CudaStepMeta::kKeyBegin);
+            singles.partial_o = partial_o.as<float>();
+            singles.partial_lse = partial_lse.as<float>();
+        }
+
         cuda::RmsNorm(x.data(), lw.attn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);
         PP_RETURN_IF_ERROR(blas->Linear(xb.data(), lw.wqkv.data(), qkv.data(), t, c.qkv_dim(), d, false, act));
         cuda::Rope(qkv.data(), act, t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim, d_positions,
@@ -281,25 +143,53 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
         cuda::Rope(qkv.data(), act, t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim, d_positions,
                    inv_freq.as<float>());
         cuda::AppendKv(qkv.data(), act, c.qkv_dim(), c.q_dim(), rows, kv);
+        // LazyLLM: this layer now holds its rows' keys; the others' depths say
+        // which earlier tokens it lacks.
+        for (size_t k = 0; k < plan.seqs.size(); ++k) {
+            if (plan.seqs[k].lazy == nullptr) continue;
+            for (int32_t i = 0; i < seq_rows[k].count; ++i) {
+                plan.seqs[k].lazy->Computed(row_slot[seq_rows[k].begin + i], l);
+            }
+        }
+        if (m.depth_len > 0) {
+            PP_RETURN_IF_ERROR(UploadDepths(plan, m));
+            singles.key_depth = depth.as<int16_t>();
+            singles.depth_begin = part(CudaStepMeta::kDepthBegin);
+            singles.layer = l;
+        }
         // The cascade's prefix part first: the per-row kernel merges it in.
-        if (!cuda::CascadePrefix(qkv.data(), act, shape, d_group_tiles, m.n_group_tiles, part(StepMeta::kMembers),
+        if (!cuda::CascadePrefix(qkv.data(), act, shape, reinterpret_cast<const cuda::QueryTile*>(
+                                     part(CudaStepMeta::kGroupTiles)), m.n_group_tiles, part(CudaStepMeta::kMembers),
                                  d_tables, kv, partial_o.as<float>(), partial_lse.as<float>()) ||
             !cuda::PagedAttention(qkv.data(), att.data(), act, shape, singles, kv) ||
-            !cuda::TiledAttention(qkv.data(), att.data(), act, shape, d_tiles, m.n_tiles, d_tables, kv)) {
+            !cuda::TiledAttention(qkv.data(), att.data(), act, shape,
+                                  reinterpret_cast<const cuda::QueryTile*>(part(CudaStepMeta::kTiles)), m.n_tiles,
+                                  d_tables, kv)) {
             return absl::UnimplementedError(absl::StrCat("head_dim ", c.head_dim,
                                                          " is above what the CUDA attention kernels handle (",
                                                          cuda::kTiledMaxHeadDim, ")"));
         }
+        const bool prune = PrunesAfter(plan, l, c.n_layers);
+        if (prune) PP_RETURN_IF_ERROR(ScoreLastQueries(plan, m, l));
         PP_RETURN_IF_ERROR(blas->Linear(att.data(), lw.wo.data(), x.data(), t, d, c.q_dim(), true, act));
         cuda::RmsNorm(x.data(), lw.ffn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);
         PP_RETURN_IF_ERROR(blas->Linear(xb.data(), lw.w_gate_up.data(), gu.data(), t, 2 * h, d, false, act));
         cuda::SwiGlu(gu.data(), hb.data(), t, h, act);
         PP_RETURN_IF_ERROR(blas->Linear(hb.data(), lw.w_down.data(), x.data(), t, d, h, true, act));
+        if (prune) {
+            PP_RETURN_IF_ERROR(Prune(plan, l));
+            t = static_cast<int64_t>(row_slot.size());
+            m = PlanRows(plan, nullptr);
+            PP_RETURN_IF_ERROR(UploadMeta(m));
+        }
     }
+    m = PlanRows(plan, out);   // the logits rows of the final rows
+    PP_RETURN_IF_ERROR(UploadMeta(m));
+    const int64_t n_logits = static_cast<int64_t>(m.count(CudaStepMeta::kLogitRows));
     out->rows = static_cast<int32_t>(n_logits);
     if (n_logits > 0) {
         // Only the rows that produce logits pass the final norm and the output matrix.
-        cuda::Gather(x.data(), act, part(StepMeta::kLogitRows), xb.data(), n_logits, d, act);
+        cuda::Gather(x.data(), act, meta.as<int32_t>() + m.at[CudaStepMeta::kLogitRows], xb.data(), n_logits, d, act);
         cuda::RmsNorm(xb.data(), output_norm.as<float>(), xb.data(), n_logits, d, c.norm_eps, act);
         const void* wout = tied ? token_embd.data() : output.data();
         PP_RETURN_IF_ERROR(blas->Linear(xb.data(), wout, logits.data(), n_logits, c.vocab_size, d, false, act,
@@ -334,8 +224,9 @@ KvBlockPool& CudaForwardPass::pool() { return impl_->pool; }
 
 uint64_t CudaForwardPass::workspace_bytes() const {
     const Impl& i = *impl_;
-    return i.x.bytes() + i.xb.bytes() + i.qkv.bytes() + i.att.bytes() + i.gu.bytes() + i.hb.bytes() +
-           i.logits.bytes() + i.meta.bytes() + i.partial_o.bytes() + i.partial_lse.bytes();
+    return i.x.bytes() + i.x_next.bytes() + i.xb.bytes() + i.qkv.bytes() + i.att.bytes() + i.gu.bytes() +
+           i.hb.bytes() + i.logits.bytes() + i.meta.bytes() + i.partial_o.bytes() + i.partial_lse.bytes() +
+           i.depth.bytes() + i.scores.bytes() + i.score_scratch.bytes() + i.gather_sources.bytes();
 }
 
 void CudaForwardPass::set_cascade(bool on) { impl_->cascade = on; }

@@ -8,8 +8,9 @@
 // Attention: runs of consecutive tokens (prefill) through the tiled kernel,
 // single rows (decode) through the per-row kernel, decode rows that share a
 // prefix of blocks through cascade attention (the prefix read once per group).
-// Not yet on the GPU (issue 9): LazyLLM spans (UNIMPLEMENTED). Built when
-// nvcc exists (libprepack_cuda.so), and against the CPU emulator for tests.
+// LazyLLM spans prune as on the CPU (the same decisions, core/lazy_prune.h).
+// Built when nvcc exists (libprepack_cuda.so), and against the CPU emulator
+// for tests.
 #pragma once
 
 #include <cstdint>

@@ -101,17 +101,18 @@ int32_t KvBlockPool::RefCount(int32_t block) const {
     return refs_[block];
 }
 
+void KvBlockPool::CopyBytes(void* dst, const void* src, size_t bytes) const {
+    if (!on_host()) {
+        storage_.copy(dst, src, bytes);
+    } else {
+        std::memcpy(dst, src, bytes);
+    }
+}
+
 void KvBlockPool::CopyBlock(int32_t src, int32_t dst) {
-    const auto copy = [this](void* d, const void* s) {
-        if (!on_host()) {
-            storage_.copy(d, s, piece_bytes());
-        } else {
-            std::memcpy(d, s, piece_bytes());
-        }
-    };
     for (int32_t l = 0; l < n_layers_; ++l) {
-        copy(KBytes(l, dst), KBytes(l, src));
-        copy(VBytes(l, dst), VBytes(l, src));
+        CopyBytes(KBytes(l, dst), KBytes(l, src), piece_bytes());
+        CopyBytes(VBytes(l, dst), VBytes(l, src), piece_bytes());
     }
 }
 

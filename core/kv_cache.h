@@ -59,6 +59,9 @@ public:
     void CopyBlock(int32_t src, int32_t dst);
     // Whether the blocks are in host memory (the CPU kernels can read them).
     bool on_host() const { return storage_.base == nullptr; }
+    // Copies `bytes` between two places in the pool's memory (memcpy, or the
+    // storage's own copy when it is not host memory).
+    void CopyBytes(void* dst, const void* src, size_t bytes) const;
 
     int32_t  block_size() const { return block_size_; }
     int32_t  num_blocks() const { return num_blocks_; }

@@ -34,6 +34,8 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
     }
     const int32_t first_key = rows.key_begin != nullptr ? rows.key_begin[row] : 0;   // > 0: a cascade member
     const int32_t* table = rows.tables + rows.table_begin[row];
+    const int32_t depth_at = rows.depth_begin != nullptr ? rows.depth_begin[row] : -1;
+    auto held = [&](int32_t j) { return depth_at < 0 || rows.key_depth[depth_at + j] >= rows.layer; };
     const float scale = rsqrtf(static_cast<float>(head_dim));
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
         qs[d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * scale;
@@ -48,14 +50,16 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
     for (int32_t c0 = first_key; c0 <= horizon; c0 += blockDim.x) {
         const int32_t j = c0 + threadIdx.x;
         float s = -INFINITY;
-        if (j <= horizon) {
+        if (j <= horizon && held(j)) {
             const int64_t off = key_offset(j);
             s = 0.0f;
             for (int d = 0; d < head_dim; ++d) s += qs[d] * LoadAct(k, off + d, kv_bf16);
         }
-        const float m_new = fmaxf(m, BlockMax(s, red));   // finite: key c0 is always seen
-        const float corr = __expf(m - m_new);             // 0 on the first chunk (m = -inf)
-        const float p = j <= horizon ? __expf(s - m_new) : 0.0f;
+        // m_new is -inf only while every key so far is absent (LazyLLM);
+        // the row's own key is always held, so it ends finite.
+        const float m_new = fmaxf(m, BlockMax(s, red));
+        const float corr = m_new == -INFINITY ? 1.0f : __expf(m - m_new);   // 0 on the first chunk that counts
+        const float p = s == -INFINITY ? 0.0f : __expf(s - m_new);
         ps[threadIdx.x] = p;
         l = l * corr + BlockSum(p, red);                  // its barriers also publish ps
         const int n = min(static_cast<int32_t>(blockDim.x), horizon - c0 + 1);

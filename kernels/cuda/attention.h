@@ -30,6 +30,11 @@ struct DeviceRows {
     const int32_t* key_begin = nullptr;
     const float*   partial_o = nullptr;     // [row, n_heads * head_dim], normalised
     const float*   partial_lse = nullptr;   // [row, n_heads]: log-sum-exp of the prefix's scores
+    // LazyLLM (PagedAttention only): a row with depth_begin[row] >= 0 sees
+    // key j only if key_depth[depth_begin[row] + j] >= layer (the layer holds it).
+    const int16_t* key_depth = nullptr;
+    const int32_t* depth_begin = nullptr;
+    int32_t        layer = 0;
 };
 
 // Rows [row, row + n_rows) of one sequence whose slots are consecutive from

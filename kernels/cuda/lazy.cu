@@ -1,0 +1,89 @@
+#include "kernels/cuda/lazy.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/reduce.cuh"
+
+namespace prepack::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// One block per job; per head, three passes over the keys, each key owned
+// by one thread throughout: score (into scratch), exponentiate against the
+// head's max, add its share to the score.
+__global__ void LastQueryScoresKernel(const void* q, bool act_bf16, int n_heads, int group, int head_dim,
+                                      int64_t q_stride, const ScoreJob* jobs, const int32_t* tables,
+                                      const int16_t* key_depth, int32_t layer, const void* k, int block_size,
+                                      int kv_dim, bool kv_bf16, float* scores, float* scratch) {
+    __shared__ float red[32];
+    const ScoreJob job = jobs[blockIdx.x];
+    const int32_t* table = tables + job.table_begin;
+    float* out = scores + job.out_begin;
+    float* p = scratch + job.out_begin;
+    const float scale = rsqrtf(static_cast<float>(head_dim));
+    auto held = [&](int32_t j) { return job.depth_begin < 0 || key_depth[job.depth_begin + j] >= layer; };
+    for (int32_t j = threadIdx.x; j <= job.horizon; j += blockDim.x) out[j] = 0.0f;
+    for (int head = 0; head < n_heads; ++head) {
+        const int kv_head = head / group;
+        const int64_t qoff = job.row * q_stride + static_cast<int64_t>(head) * head_dim;
+        float max = -INFINITY;
+        for (int32_t j = threadIdx.x; j <= job.horizon; j += blockDim.x) {
+            if (!held(j)) continue;
+            const int64_t off = (static_cast<int64_t>(table[j / block_size]) * block_size + j % block_size) * kv_dim +
+                                static_cast<int64_t>(kv_head) * head_dim;
+            float dot = 0.0f;
+            for (int d = 0; d < head_dim; ++d) dot += LoadAct(q, qoff + d, act_bf16) * LoadAct(k, off + d, kv_bf16);
+            p[j] = dot * scale;
+            max = fmaxf(max, p[j]);
+        }
+        max = BlockMax(max, red);   // finite: the row's own key is always held
+        float sum = 0.0f;
+        for (int32_t j = threadIdx.x; j <= job.horizon; j += blockDim.x) {
+            if (!held(j)) continue;
+            p[j] = __expf(p[j] - max);
+            sum += p[j];
+        }
+        sum = BlockSum(sum, red);
+        const float w = 1.0f / (sum * static_cast<float>(n_heads));
+        for (int32_t j = threadIdx.x; j <= job.horizon; j += blockDim.x) {
+            if (held(j)) out[j] += p[j] * w;
+        }
+    }
+}
+
+// One block per row, 4-byte words (rows are whole f32 or bf16 vectors of an
+// even width, or a byte loop otherwise).
+__global__ void GatherRowsKernel(const void* const* sources, void* dst, int64_t row_bytes) {
+    const int64_t r = blockIdx.x;
+    const char* src = static_cast<const char*>(sources[r]);
+    char* out = static_cast<char*>(dst) + r * row_bytes;
+    if (row_bytes % 4 == 0) {
+        for (int64_t i = threadIdx.x; i < row_bytes / 4; i += blockDim.x) {
+            reinterpret_cast<uint32_t*>(out)[i] = reinterpret_cast<const uint32_t*>(src)[i];
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < row_bytes; i += blockDim.x) out[i] = src[i];
+    }
+}
+
+}  // namespace
+
+void LastQueryScores(const void* q, cpu::DType act, const cpu::AttentionShape& shape, const ScoreJob* jobs,
+                     int32_t n_jobs, const int32_t* tables, const int16_t* key_depth, int32_t layer,
+                     const cpu::PagedKv& kv, float* scores, float* scratch) {
+    if (n_jobs == 0) return;
+    PP_LAUNCH(LastQueryScoresKernel, static_cast<unsigned>(n_jobs), kThreads, 0)(
+        q, act == cpu::DType::kBf16, shape.n_heads, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
+        jobs, tables, key_depth, layer, kv.k, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16, scores,
+        scratch);
+}
+
+void GatherRows(const void* const* sources, void* dst, int64_t rows, int64_t row_bytes) {
+    if (rows > 0) PP_LAUNCH(GatherRowsKernel, static_cast<unsigned>(rows), kThreads, 0)(sources, dst, row_bytes);
+}
+
+}  // namespace prepack::cuda

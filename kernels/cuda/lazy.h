@@ -1,0 +1,36 @@
+// LazyLLM's kernels on the GPU (the decisions stay on the host,
+// core/lazy_prune.h): the last token's attention scores over its keys, and
+// the gather that compacts the activations after pruning.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matrix.h"
+
+namespace prepack::cuda {
+
+// One pruning sequence's scoring: its last query row, the last key it sees,
+// its block table, its key depths (-1: every key held) and where its
+// horizon + 1 scores go.
+struct ScoreJob {
+    int32_t row;
+    int32_t horizon;
+    int32_t table_begin;
+    int32_t depth_begin;
+    int32_t out_begin;
+};
+
+// cpu::LastQueryScores for each of `n_jobs` jobs (a device array): the
+// attention probabilities of the row's query over the keys 0..horizon that
+// the layer holds (key_depth[depth_begin + j] >= layer), averaged over
+// heads; 0 for absent keys. `scratch` has as many floats as `scores`.
+void LastQueryScores(const void* q, cpu::DType act, const cpu::AttentionShape& shape, const ScoreJob* jobs,
+                     int32_t n_jobs, const int32_t* tables, const int16_t* key_depth, int32_t layer,
+                     const cpu::PagedKv& kv, float* scores, float* scratch);
+
+// dst row r = the `row_bytes` at sources[r] (a device array of device
+// pointers): activation rows and aux-cache cells into one compact buffer.
+void GatherRows(const void* const* sources, void* dst, int64_t rows, int64_t row_bytes);
+
+}  // namespace prepack::cuda
