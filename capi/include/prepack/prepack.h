@@ -129,7 +129,7 @@ typedef enum prepack_device {
     PREPACK_DEVICE_CUDA = 1    /* an NVIDIA GPU: weights, KV cache and activations in device memory
                                   (libprepack_cuda.so, loaded from beside libprepack.so or from
                                   $PREPACK_CUDA_MODULE on first use). UNIMPLEMENTED in a build
-                                  without CUDA, UNAVAILABLE without a usable GPU; no LazyLLM yet */
+                                  without CUDA, UNAVAILABLE without a usable GPU */
 } prepack_device;
 
 typedef enum prepack_policy {
