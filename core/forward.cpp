@@ -89,19 +89,6 @@ absl::Status ValidateStepPlan(const ModelConfig& c, const StepPlan& plan) {
     return absl::OkStatus();
 }
 
-void ForwardPass::InitRows(const StepPlan& plan) {
-    const int64_t t = static_cast<int64_t>(plan.tokens.size());
-    row_pos_ = plan.positions;
-    row_slot_.assign(t, -1);
-    seq_rows_.clear();
-    for (const SeqStep& s : plan.seqs) {
-        const int32_t rows = s.n_tokens + s.n_pad;
-        for (int32_t i = 0; i < rows; ++i) row_slot_[s.token_begin + i] = s.kv->num_tokens() + i;
-        seq_rows_.push_back({s.token_begin, rows});
-        if (s.lazy != nullptr) s.lazy->Reserve(s.kv->num_tokens() + s.n_tokens);
-    }
-}
-
 void ForwardPass::EnsureActivations(int64_t t) {
     const ModelConfig& c = model_.config();
     x_.EnsureSize(t * c.dim);
@@ -206,7 +193,7 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
     // give them a defined value once.
     std::memset(att_.data(), 0, t * c.q_dim() * sizeof(float));
 
-    InitRows(plan);
+    InitStepRows(plan, &row_pos_, &row_slot_, &seq_rows_);
     // Spans and shared-prefix groups stay the same in every layer (until a
     // LazyLLM pruning moves rows).
     PlanAttention(plan);

@@ -43,7 +43,6 @@ public:
     KvBlockPool& pool() override { return pool_; }
 
 private:
-    void InitRows(const StepPlan& plan);
     void EnsureActivations(int64_t rows);
     void WriteKv(const StepPlan& plan, int32_t layer);
     void PlanAttention(const StepPlan& plan);

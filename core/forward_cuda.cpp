@@ -102,15 +102,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     PP_RETURN_IF_ERROR(ValidateStepPlan(c, plan));
     int64_t t = static_cast<int64_t>(plan.tokens.size());
     const int64_t d = c.dim, h = c.hidden_dim;
-    row_pos = plan.positions;
-    row_slot.assign(t, -1);
-    seq_rows.clear();
-    for (const SeqStep& s : plan.seqs) {
-        const int32_t rows = s.n_tokens + s.n_pad;
-        for (int32_t i = 0; i < rows; ++i) row_slot[s.token_begin + i] = s.kv->num_tokens() + i;
-        seq_rows.push_back({s.token_begin, rows});
-        if (s.lazy != nullptr) s.lazy->Reserve(s.kv->num_tokens() + s.n_tokens);
-    }
+    InitStepRows(plan, &row_pos, &row_slot, &seq_rows);
     CudaStepMeta m = PlanRows(plan, nullptr);
     cascade_queries += static_cast<uint64_t>(m.cascade_members);
     PP_RETURN_IF_ERROR(ReserveDevice(x, t * d * ActBytes(act)));

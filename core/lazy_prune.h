@@ -9,15 +9,9 @@
 
 #include "core/lazy_state.h"
 #include "core/step_plan.h"
+#include "core/step_rows.h"
 
 namespace prepack {
-
-// Where a sequence's rows are in a layer's activations: contiguous, in
-// token order. Without LazyLLM they never move.
-struct SeqRows {
-    int64_t begin;
-    int32_t count;
-};
 
 // The keep fraction of `lazy`'s schedule after `layer`, or a negative value
 // when it does not prune there.
