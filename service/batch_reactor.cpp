@@ -129,7 +129,7 @@ bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {
     if (code == grpc::StatusCode::CANCELLED && server_cancelled()) {
         code = grpc::StatusCode::UNAVAILABLE;
         message = "the server shut down before the request finished";
-    } else if (code == grpc::StatusCode::CANCELLED && std::chrono::system_clock::now() >= deadline_) {
+    } else if (code == grpc::StatusCode::CANCELLED && AtDeadline(deadline_)) {
         code = grpc::StatusCode::DEADLINE_EXCEEDED;
         message = "deadline exceeded";
     }

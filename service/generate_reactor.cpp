@@ -67,7 +67,7 @@ void GenerateReactor::Pump() {
     // A stop from outside reads as CANCELLED in the engine; say why.
     if (server_cancelled()) {
         final = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server shut down before the request finished");
-    } else if (final.error_code() == grpc::StatusCode::CANCELLED && std::chrono::system_clock::now() >= deadline_) {
+    } else if (final.error_code() == grpc::StatusCode::CANCELLED && AtDeadline(deadline_)) {
         final = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded");
     }
     rec.status = final;

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -18,6 +19,17 @@
 #include "engine_host.h"
 
 namespace prepackd {
+
+// Whether a request the engine reports CANCELLED was stopped by its gRPC
+// deadline. The server learns the deadline as a timeout (grpc-timeout)
+// counted from when the call arrived, so `deadline` here is later than the
+// client's by the call's transit time: the client's own cancellation at its
+// deadline arrives before it, by more when the machine is loaded. A
+// cancellation that close to the deadline is the deadline.
+inline bool AtDeadline(std::chrono::system_clock::time_point deadline) {
+    constexpr auto kSlack = std::chrono::milliseconds(250);
+    return std::chrono::system_clock::now() + kSlack >= deadline;
+}
 
 template <typename Msg>
 class PumpedWriter : public grpc::ServerWriteReactor<Msg>, public Cancellable {
