@@ -127,6 +127,12 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
             singles.partial_o = partial_o.as<float>();
             singles.partial_lse = partial_lse.as<float>();
         }
+        if (m.n_splits > 1) {
+            singles.n_splits = m.n_splits;
+            singles.split_keys = m.split_keys;
+            singles.split_o = split_o.as<float>();
+            singles.split_lse = split_lse.as<float>();
+        }
 
         cuda::RmsNorm(x.data(), lw.attn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);
         PP_RETURN_IF_ERROR(blas->Linear(xb.data(), lw.wqkv.data(), qkv.data(), t, c.qkv_dim(), d, false, act));
@@ -218,7 +224,8 @@ uint64_t CudaForwardPass::workspace_bytes() const {
     const Impl& i = *impl_;
     return i.x.bytes() + i.x_next.bytes() + i.xb.bytes() + i.qkv.bytes() + i.att.bytes() + i.gu.bytes() +
            i.hb.bytes() + i.logits.bytes() + i.meta.bytes() + i.partial_o.bytes() + i.partial_lse.bytes() +
-           i.depth.bytes() + i.scores.bytes() + i.score_scratch.bytes() + i.gather_sources.bytes();
+           i.depth.bytes() + i.scores.bytes() + i.score_scratch.bytes() + i.gather_sources.bytes() +
+           i.split_o.bytes() + i.split_lse.bytes();
 }
 
 void CudaForwardPass::set_cascade(bool on) { impl_->cascade = on; }

@@ -35,6 +35,8 @@ struct CudaStepMeta {
     // the per-layer depth upload (-1: not lazy), and that upload's length.
     std::vector<int32_t> depth_offset;
     int64_t depth_len = 0;
+    // Split-K for the per-row kernel when its rows x heads cannot fill the GPU.
+    int32_t n_splits = 1, split_keys = 0;
 
     size_t count(Part p) const { return at[p + 1] - at[p]; }
     void Append(Part p, const int32_t* v, size_t n);
@@ -64,6 +66,7 @@ struct CudaForwardPass::Impl {
     // LazyLLM: key depths (int16) per layer, scoring jobs, scores and their
     // scratch, the pruning gather's source pointers.
     cuda::DeviceBuffer depth, score_jobs, scores, score_scratch, gather_sources;
+    cuda::DeviceBuffer split_o, split_lse;   // split-K partials (f32)
     bool          cascade = true;
     uint64_t      cascade_queries = 0;
 

@@ -9,6 +9,16 @@
 #include "core/kv_cache.h"
 
 namespace prepack {
+namespace {
+
+// Split-K for the per-row kernel (flash-decoding): below this many blocks
+// (rows x heads) a step leaves most of an H200's 132 SMs idle, so rows with
+// at least kSplitMinKeys keys are cut into ranges of whole 128-key chunks.
+constexpr int64_t kFillBlocks = 264;
+constexpr int32_t kSplitMinKeys = 256;
+constexpr int32_t kChunk = 128;   // the per-row kernel's keys per pass
+
+}  // namespace
 
 void CudaStepMeta::Append(Part p, const int32_t* v, size_t n) {
     at[p] = ints.size();
@@ -59,8 +69,17 @@ CudaStepMeta CudaForwardPass::Impl::PlanRows(const StepPlan& plan, StepOutput* o
             logit_rows.push_back(static_cast<int32_t>(r));
         }
     }
+    int32_t max_keys = 0;
     for (int64_t r = 0; r < t; ++r) {
-        if (!tiled[r]) singles.push_back(static_cast<int32_t>(r));
+        if (tiled[r]) continue;
+        singles.push_back(static_cast<int32_t>(r));
+        max_keys = std::max(max_keys, row_slot[r] + 1);
+    }
+    const int64_t blocks = static_cast<int64_t>(singles.size()) * model.config().n_heads;
+    if (blocks > 0 && blocks < kFillBlocks && max_keys >= kSplitMinKeys) {
+        const int64_t want = std::min<int64_t>((kFillBlocks + blocks - 1) / blocks, (max_keys + kChunk - 1) / kChunk);
+        meta.split_keys = static_cast<int32_t>((max_keys + want - 1) / want + kChunk - 1) / kChunk * kChunk;
+        meta.n_splits = (max_keys + meta.split_keys - 1) / meta.split_keys;
     }
     // Decode rows sharing a prefix of blocks: cascade attention, the prefix
     // read once per group (CascadePrefix), each member's own keys after it.
@@ -115,6 +134,11 @@ absl::Status CudaForwardPass::Impl::UploadMeta(const CudaStepMeta& m) {
         PP_RETURN_IF_ERROR(ReserveDevice(partial_lse, t * c.n_heads * sizeof(float)));
     }
     if (m.depth_len > 0) PP_RETURN_IF_ERROR(ReserveDevice(depth, m.depth_len * sizeof(int16_t)));
+    if (m.n_splits > 1) {
+        const int64_t parts = static_cast<int64_t>(m.count(CudaStepMeta::kSingles)) * c.n_heads * m.n_splits;
+        PP_RETURN_IF_ERROR(ReserveDevice(split_o, parts * c.head_dim * sizeof(float)));
+        PP_RETURN_IF_ERROR(ReserveDevice(split_lse, parts * sizeof(float)));
+    }
     PP_RETURN_IF_ERROR(ReserveDevice(meta, m.ints.size() * sizeof(int32_t)));
     return meta.CopyFromHost(m.ints.data(), m.ints.size() * sizeof(int32_t));
 }

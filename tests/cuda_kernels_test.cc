@@ -242,6 +242,22 @@ TEST_P(CudaKernels, PagedAndTiledAttentionMatchCpu) {
                                            int32_t(tiles.size()), dt.as<int32_t>(), kv));
                 EXPECT_LT(MaxRelDiff(Download(split, q.size(), act()), want), tol)
                     << "tiled: head_dim " << head_dim << " block " << block << " kv " << DTypeName(kv_dtype);
+
+                // Split-K: every row's keys in ranges of 64 (up to 6 of them,
+                // some empty for short rows), merged by the second kernel
+                // (one shape per KV dtype: the emulator is slow).
+                if (head_dim != 64 || block != 16) continue;
+                DeviceBuffer splits = Upload(std::vector<float>(q.size(), 7.0f), act()),
+                             so = Upload(std::vector<float>(size_t(total) * heads * 6 * head_dim, 0.0f), DType::kF32),
+                             slse = Upload(std::vector<float>(size_t(total) * heads * 6, 0.0f), DType::kF32);
+                DeviceRows split_rows = rows;
+                split_rows.n_splits = 6;
+                split_rows.split_keys = 64;
+                split_rows.split_o = so.as<float>();
+                split_rows.split_lse = slse.as<float>();
+                ASSERT_TRUE(PagedAttention(dq.data(), splits.data(), act(), shape, split_rows, kv));
+                EXPECT_LT(MaxRelDiff(Download(splits, q.size(), act()), want), tol)
+                    << "split-K: head_dim " << head_dim << " block " << block << " kv " << DTypeName(kv_dtype);
             }
         }
     }
@@ -319,6 +335,18 @@ TEST_P(CudaKernels, CascadeEqualsPlainAttention) {
         ASSERT_TRUE(PagedAttention(dq.data(), dout.data(), act(), shape, rows, kv));
         EXPECT_LT(MaxRelDiff(Download(dout, q.size(), act()), want), act() == DType::kBf16 ? 1e-2 : 1e-5)
             << "head_dim " << head_dim;
+        // And split-K: ranges of 16 keys, 6 covering every row (a member's
+        // ranges inside the prefix are empty), merged with the prefix.
+        DeviceBuffer so = Upload(std::vector<float>(seqs.size() * heads * 6 * head_dim, 0.0f), DType::kF32),
+                     slse = Upload(std::vector<float>(seqs.size() * heads * 6, 0.0f), DType::kF32),
+                     dsplit = Upload(std::vector<float>(q.size(), 7.0f), act());
+        rows.n_splits = 6;
+        rows.split_keys = 16;
+        rows.split_o = so.as<float>();
+        rows.split_lse = slse.as<float>();
+        ASSERT_TRUE(PagedAttention(dq.data(), dsplit.data(), act(), shape, rows, kv));
+        EXPECT_LT(MaxRelDiff(Download(dsplit, q.size(), act()), want), act() == DType::kBf16 ? 1e-2 : 1e-5)
+            << "split-K cascade: head_dim " << head_dim;
     }
 }
 

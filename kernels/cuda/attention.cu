@@ -33,6 +33,10 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
         return;
     }
     const int32_t first_key = rows.key_begin != nullptr ? rows.key_begin[row] : 0;   // > 0: a cascade member
+    // This block's keys: all of the row's, or its split's range of them.
+    const bool split = rows.n_splits > 1;
+    const int32_t lo = split ? max(first_key, static_cast<int32_t>(blockIdx.z) * rows.split_keys) : first_key;
+    const int32_t hi = split ? min(horizon, (static_cast<int32_t>(blockIdx.z) + 1) * rows.split_keys - 1) : horizon;
     const int32_t* table = rows.tables + rows.table_begin[row];
     const int32_t depth_at = rows.depth_begin != nullptr ? rows.depth_begin[row] : -1;
     auto held = [&](int32_t j) { return depth_at < 0 || rows.key_depth[depth_at + j] >= rows.layer; };
@@ -47,22 +51,23 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
     };
     float m = -INFINITY, l = 0.0f;
     float acc[kMaxDimsPerThread] = {};
-    for (int32_t c0 = first_key; c0 <= horizon; c0 += blockDim.x) {
+    for (int32_t c0 = lo; c0 <= hi; c0 += blockDim.x) {
         const int32_t j = c0 + threadIdx.x;
         float s = -INFINITY;
-        if (j <= horizon && held(j)) {
+        if (j <= hi && held(j)) {
             const int64_t off = key_offset(j);
             s = 0.0f;
             for (int d = 0; d < head_dim; ++d) s += qs[d] * LoadAct(k, off + d, kv_bf16);
         }
         // m_new is -inf only while every key so far is absent (LazyLLM);
-        // the row's own key is always held, so it ends finite.
+        // the row's own key is always held, so it ends finite (a split
+        // without a held key ends with l = 0 and is skipped by the merge).
         const float m_new = fmaxf(m, BlockMax(s, red));
         const float corr = m_new == -INFINITY ? 1.0f : __expf(m - m_new);   // 0 on the first chunk that counts
         const float p = s == -INFINITY ? 0.0f : __expf(s - m_new);
         ps[threadIdx.x] = p;
         l = l * corr + BlockSum(p, red);                  // its barriers also publish ps
-        const int n = min(static_cast<int32_t>(blockDim.x), horizon - c0 + 1);
+        const int n = min(static_cast<int32_t>(blockDim.x), hi - c0 + 1);
         for (int i = 0; i < kMaxDimsPerThread; ++i) {
             const int d = threadIdx.x + i * blockDim.x;
             if (d >= head_dim) break;
@@ -72,6 +77,16 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
         }
         m = m_new;
         __syncthreads();   // ps is rewritten by the next chunk
+    }
+    if (split) {   // a partial result for MergeSplitsKernel
+        const int64_t at = (static_cast<int64_t>(blockIdx.x) * gridDim.y + head) * rows.n_splits + blockIdx.z;
+        if (threadIdx.x == 0) rows.split_lse[at] = l > 0.0f ? m + logf(l) : -INFINITY;
+        for (int i = 0; i < kMaxDimsPerThread; ++i) {
+            const int d = threadIdx.x + i * blockDim.x;
+            if (d >= head_dim) break;
+            rows.split_o[at * head_dim + d] = l > 0.0f ? acc[i] / l : 0.0f;
+        }
+        return;
     }
     // A cascade member merges its suffix with the prefix's partial result:
     // weights e^lse of each part (log-sum-exp merge).
@@ -92,6 +107,30 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
         float o = acc[i] / l * w_own;
         if (first_key > 0) o += w_prefix * rows.partial_o[at * head_dim + d];
         StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, o, act_bf16);
+    }
+}
+
+// Block (listed row, head): the log-sum-exp merge of the row's split
+// partials and, for a cascade member, its prefix's partial.
+__global__ void MergeSplitsKernel(void* out, bool act_bf16, int head_dim, int64_t out_stride, DeviceRows rows) {
+    const int64_t row = rows.row_ids != nullptr ? rows.row_ids[blockIdx.x] : blockIdx.x;
+    const int head = blockIdx.y;
+    if (rows.horizon[row] < 0) return;   // zeros, written by the split kernel
+    const int64_t first = (static_cast<int64_t>(blockIdx.x) * gridDim.y + head) * rows.n_splits;
+    const bool prefix = rows.key_begin != nullptr && rows.key_begin[row] > 0;
+    const int64_t at = row * static_cast<int64_t>(gridDim.y) + head;   // (row, head) of the cascade partial
+    float top = prefix ? rows.partial_lse[at] : -INFINITY;
+    for (int z = 0; z < rows.n_splits; ++z) top = fmaxf(top, rows.split_lse[first + z]);
+    float total = 0.0f;
+    for (int z = 0; z < rows.n_splits; ++z) total += __expf(rows.split_lse[first + z] - top);   // 0 for empty splits
+    if (prefix) total += __expf(rows.partial_lse[at] - top);
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float o = 0.0f;
+        for (int z = 0; z < rows.n_splits; ++z) {
+            o += __expf(rows.split_lse[first + z] - top) * rows.split_o[(first + z) * head_dim + d];
+        }
+        if (prefix) o += __expf(rows.partial_lse[at] - top) * rows.partial_o[at * head_dim + d];
+        StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, o / total, act_bf16);
     }
 }
 
@@ -255,9 +294,14 @@ bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::Attenti
     if (rows.rows == 0) return true;
     const dim3 grid(static_cast<unsigned>(rows.rows), static_cast<unsigned>(shape.n_heads));
     const size_t shared = sizeof(float) * (shape.head_dim + kThreads);
-    PP_LAUNCH(PagedAttentionKernel, grid, kThreads, shared)(
+    const dim3 split_grid(grid.x, grid.y, static_cast<unsigned>(rows.n_splits > 1 ? rows.n_splits : 1));
+    PP_LAUNCH(PagedAttentionKernel, split_grid, kThreads, shared)(
         q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
         shape.out_stride, rows, kv.k, kv.v, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16);
+    if (rows.n_splits > 1) {
+        PP_LAUNCH(MergeSplitsKernel, grid, kThreads, 0)(out, act == cpu::DType::kBf16, shape.head_dim,
+                                                      shape.out_stride, rows);
+    }
     return true;
 }
 

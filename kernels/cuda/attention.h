@@ -35,6 +35,15 @@ struct DeviceRows {
     const int16_t* key_depth = nullptr;
     const int32_t* depth_begin = nullptr;
     int32_t        layer = 0;
+    // Split-K (flash-decoding), for steps with too few rows x heads to fill
+    // the GPU (batch-1 decode): with n_splits > 1 each row's keys are cut
+    // into ranges of split_keys, scored by separate blocks into split_o /
+    // split_lse ([listed row, head, split] x head_dim, and x 1), and merged
+    // (with a cascade prefix, if any) by a second kernel.
+    int32_t        n_splits = 1;
+    int32_t        split_keys = 0;
+    float*         split_o = nullptr;
+    float*         split_lse = nullptr;
 };
 
 // Rows [row, row + n_rows) of one sequence whose slots are consecutive from
