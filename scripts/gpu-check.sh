@@ -39,12 +39,15 @@ for t in cuda_device_test cuda_kernels_test cuda_forward_test; do
 done
 # Benchmarks (issue 9's targets): prefill MFU and decode bandwidth on 1b
 # and 7b in bf16, against the cuBLAS peak and copy bandwidth measured by the
-# same run; padded vs packed vs ragged prefill on the uniform 16..1024 workload.
+# same run; padded vs packed vs ragged prefill on the uniform 16..1024
+# workload; LazyLLM's TTFT; BatchLLM against FCFS on a shared-prefix batch.
+# Synthetic weights are generated on the CPU first (7b: about a minute).
 bench() {
   name=$1
-  shift
+  limit=$2
+  shift 2
   say "bench $name: prepack bench $* --device cuda --json"
-  if timeout 150 .gpu/bin/prepack bench "$@" --device cuda --json > "$OUT/b.json" 2>> "$LOG"; then
+  if timeout "$limit" .gpu/bin/prepack bench "$@" --device cuda --json > "$OUT/b.json" 2>> "$LOG"; then
     printf '{"bench": "%s", "result": %s}\n' "$name" "$(cat "$OUT/b.json")" >> "$OUT/bench.jsonl"
   else
     status=1
@@ -52,8 +55,10 @@ bench() {
   fi
   rm -f "$OUT/b.json"
 }
-bench forward_1b forward --model synthetic:1b --dtype bf16 --prompt-tokens 2048 --decode-tokens 32 --decode-batch 64
-bench forward_7b forward --model synthetic:7b --dtype bf16 --prompt-tokens 2048 --decode-tokens 16 --decode-batch 16 --reps 2
-bench prefill_1b prefill --model synthetic:1b --dtype bf16 --prompts 64 --lengths uniform:16:1024 --reps 3
+bench forward_1b 120 forward --model synthetic:1b --dtype bf16 --prompt-tokens 2048 --decode-tokens 32 --decode-batch 64
+bench forward_7b 240 forward --model synthetic:7b --dtype bf16 --prompt-tokens 2048 --decode-tokens 16 --decode-batch 16 --reps 2
+bench prefill_1b 120 prefill --model synthetic:1b --dtype bf16 --prompts 64 --lengths uniform:16:1024 --reps 3
+bench lazy_1b 90 lazy --model synthetic:1b --dtype bf16 --prompt-tokens 1024,2048 --reps 2
+bench batch_1b 90 batch --model synthetic:1b --dtype bf16 --workload shared-prefix --requests 64 --policies fcfs,batchllm
 say "done, status $status"
 exit $status
