@@ -1,6 +1,7 @@
 #include "core/forward.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -12,6 +13,7 @@
 namespace prepack {
 
 ForwardPass::ForwardPass(const Model& model, KvBlockPool& pool) : model_(model), pool_(pool) {
+    assert(pool.on_host());   // the CPU kernels read the blocks directly
     const ModelConfig& c = model.config();
     for (int i = 0; i < c.rope_dim / 2; ++i) {
         inv_freq_.push_back(1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / c.rope_dim));

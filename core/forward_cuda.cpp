@@ -103,7 +103,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     int64_t t = static_cast<int64_t>(plan.tokens.size());
     const int64_t d = c.dim, h = c.hidden_dim;
     InitStepRows(plan, &row_pos, &row_slot, &seq_rows);
-    CudaStepMeta m = PlanRows(plan, nullptr);
+    CudaStepMeta m = PlanRows(plan, out);
     cascade_queries += static_cast<uint64_t>(m.cascade_members);
     PP_RETURN_IF_ERROR(ReserveDevice(x, t * d * ActBytes(act)));
     PP_RETURN_IF_ERROR(UploadMeta(m));
@@ -177,12 +177,10 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
         if (prune) {
             PP_RETURN_IF_ERROR(Prune(plan, l));
             t = static_cast<int64_t>(row_slot.size());
-            m = PlanRows(plan, nullptr);
+            m = PlanRows(plan, out);   // the rows moved, and with them the logits rows
             PP_RETURN_IF_ERROR(UploadMeta(m));
         }
     }
-    m = PlanRows(plan, out);   // the logits rows of the final rows
-    PP_RETURN_IF_ERROR(UploadMeta(m));
     const int64_t n_logits = static_cast<int64_t>(m.count(CudaStepMeta::kLogitRows));
     out->rows = static_cast<int32_t>(n_logits);
     if (n_logits > 0) {

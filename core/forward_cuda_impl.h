@@ -80,8 +80,8 @@ struct CudaForwardPass::Impl {
 
     absl::Status UploadWeights();
     absl::Status Run(const StepPlan& plan, StepOutput* out);
-    // forward_cuda_rows.cpp: the metadata of the current rows (the logits
-    // rows into out->first_row when `out` is given).
+    // forward_cuda_rows.cpp: the metadata of the current rows (and each
+    // sequence's first logits row into out->first_row).
     CudaStepMeta PlanRows(const StepPlan& plan, StepOutput* out) const;
     // Uploads `m` and sizes the activations for its rows.
     absl::Status UploadMeta(const CudaStepMeta& m);

@@ -37,7 +37,7 @@ CudaStepMeta CudaForwardPass::Impl::PlanRows(const StepPlan& plan, StepOutput* o
     std::vector<cpu::AttentionSpan> spans;
     CudaStepMeta meta;
     meta.depth_offset.assign(plan.seqs.size(), -1);
-    if (out != nullptr) out->first_row.assign(plan.seqs.size(), -1);
+    out->first_row.assign(plan.seqs.size(), -1);
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];
         const SeqRows rows = seq_rows[k];
@@ -60,7 +60,7 @@ CudaStepMeta CudaForwardPass::Impl::PlanRows(const StepPlan& plan, StepOutput* o
             std::fill(tiled.begin() + rows.begin, tiled.begin() + rows.begin + rows.count, 1);
         }
         spans.push_back(span);
-        if (out == nullptr || s.logits == LogitsWanted::kNone) continue;
+        if (s.logits == LogitsWanted::kNone) continue;
         out->first_row[k] = static_cast<int32_t>(logit_rows.size());
         // A span's real tokens are its first n_tokens rows (pads follow);
         // under LazyLLM its last token is its last row, never pruned.
