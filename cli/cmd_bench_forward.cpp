@@ -13,7 +13,6 @@
 #include "core/runtime.h"
 #include "kernels/cpu/gemm.h"
 
-
 namespace prepack::cli {
 namespace {
 
@@ -90,7 +89,7 @@ int Run(const BenchForwardOptions& o) {
     BlockTable kv;
     if (status = kv.Reserve(*loaded->pool, static_cast<int32_t>(ctx)); !status.ok()) return Fail(status);
 
-    const bool gpu = o.common.device == "cuda";
+    const bool gpu = loaded->device == Device::kCuda;
     std::fprintf(stderr, "bench forward: %s on %s, measuring GEMM peak and memory bandwidth...\n", c.name.c_str(),
                  gpu ? "cuda" : absl::StrCat(NumThreads(), " CPU threads").c_str());
     absl::StatusOr<Ceilings> ceil = gpu ? GpuCeilings() : CpuCeilings(c, o.prompt_tokens);

@@ -57,8 +57,6 @@ int Run(const BenchPrefillOptions& o) {
 
     absl::StatusOr<Loaded> loaded = Load(o.common, 0, /*with_kv=*/false);
     if (!loaded.ok()) return Fail(loaded.status());
-    const absl::StatusOr<Device> device = ParseDevice(o.common.device);
-    if (!device.ok()) return Fail(device.status());
     const Model& model = *loaded->model;
     const ModelConfig& c = model.config();
     absl::StatusOr<std::vector<int32_t>> lengths =
@@ -91,7 +89,7 @@ int Run(const BenchPrefillOptions& o) {
         absl::StatusOr<PrefillPlan> plan = PlanPrefill(layout, prompts, lo);
         if (!plan.ok()) return Fail(plan.status());
         const uint64_t need = EstimatePeakBytes(c, *plan, o.common.kv_block);
-        absl::StatusOr<Backend> backend = CreateBackend(model, *device, o.common.kv_block, need + (64ull << 20),
+        absl::StatusOr<Backend> backend = CreateBackend(model, loaded->device, o.common.kv_block, need + (64ull << 20),
                                                         0, KvDType(o.common, model));
         if (!backend.ok()) return Fail(backend.status());
         Run r{layout, std::move(*plan), std::move(*backend), {}, {}};

@@ -43,16 +43,16 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv) {
 }
 
 absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool with_kv) {
-    PP_ASSIGN_OR_RETURN(const Device device, ParseDevice(o.device));
-    PP_RETURN_IF_ERROR(CheckDevice(device));   // before a model it could not run is loaded
-    SetNumThreads(o.threads);
     Loaded l;
+    PP_ASSIGN_OR_RETURN(l.device, ParseDevice(o.device));
+    PP_RETURN_IF_ERROR(CheckDevice(l.device));   // before a model it could not run is loaded
+    SetNumThreads(o.threads);
     PP_ASSIGN_OR_RETURN(const cpu::DType dtype, ParseDType(o.dtype));
     PP_ASSIGN_OR_RETURN(l.model, Model::Load(o.model, dtype));
     if (!with_kv) return l;
     const cpu::DType kv_dtype = KvDType(o, *l.model);
     PP_ASSIGN_OR_RETURN(Backend b,
-                        CreateBackend(*l.model, device, o.kv_block, o.kv_budget, min_kv_tokens + o.kv_block, kv_dtype));
+                        CreateBackend(*l.model, l.device, o.kv_block, o.kv_budget, min_kv_tokens + o.kv_block, kv_dtype));
     l.pool = std::move(b.pool);
     l.runner = std::move(b.runner);
     return l;

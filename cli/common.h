@@ -30,6 +30,7 @@ struct CommonOptions {
 void AddCommonOptions(CLI::App* app, CommonOptions* o, bool with_kv = true);
 
 struct Loaded {
+    Device                       device = Device::kCpu;   // --device, parsed
     std::unique_ptr<Model>       model;
     std::unique_ptr<KvBlockPool> pool;     // with_kv: on --device
     std::unique_ptr<StepRunner>  runner;   // with_kv: the forward pass on it
