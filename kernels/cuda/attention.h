@@ -1,12 +1,13 @@
 // Causal attention over the paged KV cache on the GPU: the CPU's
-// cpu::PagedAttention (same slab layout, same spans semantics). Two kernels:
-// PagedAttention, one thread block per (query row, head) with an online
-// softmax over chunks of keys (decode rows, and any row on any shape), and
-// TiledAttention, flash-style, for runs of consecutive tokens of one
-// sequence (prefill: packed, ragged or padded rows alike): a block takes a
-// tile of queries x one head, streams the sequence's keys a tile at a time
-// through shared memory, and stops at the tile's last visible key, so a
-// prompt never touches keys it cannot see.
+// cpu::PagedAttention (same slab layout, same spans semantics). PagedAttention:
+// one thread block per (query row, head) with an online softmax over chunks
+// of keys (decode rows, LazyLLM rows, any row on any shape; split over the
+// keys when the rows are few, continued after a CascadePrefix for rows that
+// share a prefix). TiledAttention, flash-style, for runs of consecutive
+// tokens of one sequence (prefill: packed, ragged or padded rows alike): a
+// block takes a tile of queries x one head, streams the sequence's keys a
+// tile at a time through shared memory, and stops at the tile's last
+// visible key, so a prompt never touches keys it cannot see.
 #pragma once
 
 #include <cstdint>
