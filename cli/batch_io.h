@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/batch_runner.h"
-#include "core/request.h"
+#include "core/request/request.h"
 
 namespace prepack::cli {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/runtime.h"
+#include "core/base/runtime.h"
 
 namespace prepack::cli {
 namespace {

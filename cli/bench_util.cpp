@@ -4,8 +4,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "core/aligned_buffer.h"
-#include "core/runtime.h"
+#include "core/base/aligned_buffer.h"
+#include "core/base/runtime.h"
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/gemm.h"
 

@@ -8,7 +8,7 @@
 #include "cli/batch_io.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/engine.h"
+#include "core/engine/engine.h"
 
 namespace prepack::cli {
 namespace {

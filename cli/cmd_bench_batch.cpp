@@ -10,8 +10,8 @@
 #include "cli/batch_io.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/prefix_tree.h"
-#include "core/sampler.h"
+#include "core/batchllm/prefix_tree.h"
+#include "core/request/sampler.h"
 
 namespace prepack::cli {
 namespace {

@@ -8,9 +8,9 @@
 #include "cli/bench_util.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/cuda_module.h"
-#include "core/forward.h"
-#include "core/runtime.h"
+#include "core/forward/cuda_module.h"
+#include "core/forward/cpu_pass.h"
+#include "core/base/runtime.h"
 #include "kernels/cpu/gemm.h"
 
 namespace prepack::cli {

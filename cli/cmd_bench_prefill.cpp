@@ -10,8 +10,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/workload.h"
-#include "core/prefill_layout.h"
-#include "core/runtime.h"
+#include "core/prepacking/prefill_layout.h"
+#include "core/base/runtime.h"
 
 namespace prepack::cli {
 namespace {

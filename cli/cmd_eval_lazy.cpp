@@ -12,8 +12,8 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/generate.h"
-#include "core/runtime.h"
+#include "core/engine/generate.h"
+#include "core/base/runtime.h"
 
 namespace prepack::cli {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/generate.h"
+#include "core/engine/generate.h"
 
 namespace prepack::cli {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/gguf.h"
-#include "core/model_config.h"
+#include "core/model/gguf.h"
+#include "core/model/model_config.h"
 
 namespace prepack::cli {
 namespace {

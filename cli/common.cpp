@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "core/runtime.h"
+#include "core/base/runtime.h"
 
 namespace prepack::cli {
 

@@ -8,10 +8,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/backend.h"
-#include "core/engine.h"
-#include "core/kv_cache.h"
-#include "core/model.h"
+#include "core/forward/backend.h"
+#include "core/engine/engine.h"
+#include "core/kv/kv_cache.h"
+#include "core/model/model.h"
 
 namespace prepack::cli {
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "core/sampler.h"
+#include "core/request/sampler.h"
 
 namespace prepack::cli {
 namespace {

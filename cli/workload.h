@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace prepack::cli {
 

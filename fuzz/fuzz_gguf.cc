@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/gguf.h"
-#include "core/model_config.h"
-#include "core/tokenizer.h"
-#include "core/weights.h"
+#include "core/model/gguf.h"
+#include "core/model/model_config.h"
+#include "core/model/tokenizer.h"
+#include "core/model/weights.h"
 
 namespace {
 

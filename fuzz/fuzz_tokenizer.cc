@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/gguf.h"
-#include "core/tokenizer.h"
+#include "core/model/gguf.h"
+#include "core/model/tokenizer.h"
 
 namespace {
 

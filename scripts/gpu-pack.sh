@@ -18,7 +18,7 @@ cmake --build "$BUILD" -j"$(nproc)" --target $TESTS prepack prepack_cuda
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib .gpu/models/stories260K
 for t in $TESTS prepack; do cp "$BUILD/bin/$t" .gpu/bin/; done
-# bin/../lib is where the binaries look for the module (core/cuda_module.cpp).
+# bin/../lib is where the binaries look for the module (core/forward/cuda_module.cpp).
 cp "$BUILD/lib/libprepack_cuda.so" .gpu/lib/
 MODELS=${PREPACK_MODELS_DIR:-../shared/models}
 if [ -f "$MODELS/stories260K/stories260K.gguf" ]; then

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/sampler.h"
+#include "core/request/sampler.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/bf16.h"
 

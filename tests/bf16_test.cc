@@ -12,9 +12,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/forward.h"
-#include "core/reference.h"
-#include "core/sampler.h"
+#include "core/forward/cpu_pass.h"
+#include "core/model/reference.h"
+#include "core/request/sampler.h"
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/gemm.h"
 #include "tests/test_util.h"

@@ -10,11 +10,11 @@
 
 #include <gtest/gtest.h>
 
-#include "core/backend.h"
-#include "core/engine.h"
-#include "core/forward.h"
-#include "core/lazy_schedule.h"
-#include "core/lazy_state.h"
+#include "core/forward/backend.h"
+#include "core/engine/engine.h"
+#include "core/forward/cpu_pass.h"
+#include "core/lazyllm/lazy_schedule.h"
+#include "core/lazyllm/lazy_state.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/device_buffer.h"
 #include "tests/solo_oracle.h"

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "tests/solo_oracle.h"
 #include "tests/test_util.h"
 

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/engine.h"
+#include "core/engine/engine.h"
 #include "tests/solo_oracle.h"
 
 namespace prepack {

@@ -12,10 +12,10 @@
 
 #include <gtest/gtest.h>
 
-#include "core/gguf.h"
-#include "core/model.h"
-#include "core/model_config.h"
-#include "core/weights.h"
+#include "core/model/gguf.h"
+#include "core/model/model.h"
+#include "core/model/model_config.h"
+#include "core/model/weights.h"
 #include "tests/gguf_builder.h"
 
 namespace prepack {

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/forward.h"
-#include "core/reference.h"
-#include "core/sampler.h"
+#include "core/forward/cpu_pass.h"
+#include "core/model/reference.h"
+#include "core/request/sampler.h"
 #include "tests/test_util.h"
 
 namespace prepack {

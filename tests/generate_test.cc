@@ -1,8 +1,9 @@
 // Generation loop: input errors, KV exhaustion, seeds, stop strings.
 #include <gtest/gtest.h>
 
-#include "core/generate.h"
-#include "core/stop_strings.h"
+#include "core/engine/generate.h"
+#include "core/forward/cpu_pass.h"
+#include "core/request/stop_strings.h"
 
 namespace prepack {
 namespace {

@@ -38,8 +38,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/gguf.h"
-#include "core/status.h"
+#include "core/model/gguf.h"
+#include "core/base/status.h"
 
 namespace prepack::test {
 

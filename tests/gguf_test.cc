@@ -2,7 +2,7 @@
 // a table of hostile files (each must fail with the right code and a message
 // naming the problem), truncation and random corruption sweeps, Open() on
 // real and missing files, and exact fp16/bf16 conversions.
-#include "core/gguf.h"
+#include "core/model/gguf.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/kv_cache.h"
-#include "core/prefix_cache.h"
+#include "core/kv/kv_cache.h"
+#include "core/scheduler/prefix_cache.h"
 
 namespace prepack {
 namespace {

@@ -12,9 +12,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/forward.h"
-#include "core/lazy_state.h"
-#include "core/reference.h"
+#include "core/forward/cpu_pass.h"
+#include "core/lazyllm/lazy_state.h"
+#include "core/model/reference.h"
 #include "kernels/cpu/bf16.h"
 #include "tests/test_util.h"
 

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/forward.h"
-#include "core/gguf.h"
-#include "core/reference.h"
+#include "core/forward/cpu_pass.h"
+#include "core/model/gguf.h"
+#include "core/model/reference.h"
 #include "tests/gguf_builder.h"
 #include "tests/test_util.h"
 

@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/generate.h"
-#include "core/prefill_layout.h"
-#include "core/reference.h"
-#include "core/sampler.h"
+#include "core/engine/generate.h"
+#include "core/prepacking/prefill_layout.h"
+#include "core/model/reference.h"
+#include "core/request/sampler.h"
 #include "tests/test_util.h"
 
 namespace prepack {

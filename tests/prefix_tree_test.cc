@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/prefix_tree.h"
+#include "core/batchllm/prefix_tree.h"
 
 namespace prepack {
 namespace {

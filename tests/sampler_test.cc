@@ -1,7 +1,7 @@
 // Tests for core/sampler: parameter validation, the RNG, greedy and
 // stochastic sampling (checked against softmax computed independently in
 // double precision), the truncation filters and the repetition penalty.
-#include "core/sampler.h"
+#include "core/request/sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include "core/generate.h"
-#include "core/kv_cache.h"
-#include "core/request.h"
+#include "core/engine/generate.h"
+#include "core/forward/cpu_pass.h"
+#include "core/kv/kv_cache.h"
+#include "core/request/request.h"
 
 namespace prepack::testing {
 

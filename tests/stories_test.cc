@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/forward.h"
-#include "core/generate.h"
-#include "core/reference.h"
+#include "core/forward/cpu_pass.h"
+#include "core/engine/generate.h"
+#include "core/model/reference.h"
 #include "tests/test_util.h"
 
 namespace prepack {

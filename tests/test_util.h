@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/model_config.h"
+#include "core/model/model_config.h"
 
 namespace prepack::testing {
 

@@ -4,7 +4,7 @@
 // independent, deliberately naive port of llama2.c's O(n^2) encode loop on
 // many random strings, and against llama2.c's own ids for the real
 // stories260K vocabulary (reference.json).
-#include "core/tokenizer.h"
+#include "core/model/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/gguf.h"
+#include "core/model/gguf.h"
 
 namespace prepack {
 namespace {

@@ -1,5 +1,5 @@
 // LazyLLM's kernels on the GPU (the decisions stay on the host,
-// core/lazy_prune.h): the last token's attention scores over its keys, and
+// core/lazyllm/lazy_prune.h): the last token's attention scores over its keys, and
 // the gather that compacts the activations after pruning.
 #pragma once
 

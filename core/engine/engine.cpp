@@ -1,0 +1,295 @@
+#include "core/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/runtime.h"
+
+namespace prepack {
+
+namespace {
+
+// The `n` most likely ids under log softmax(logits), best first.
+std::vector<std::pair<int32_t, float>> TopLogprobs(std::span<const float> logits, int32_t n) {
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    n = std::min<int32_t>(n, static_cast<int32_t>(ids.size()));
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    float max = logits[ids[0]];
+    double sum = 0.0;
+    for (float x : logits) sum += std::exp(double(x) - max);
+    const float log_z = max + static_cast<float>(std::log(sum));
+    std::vector<std::pair<int32_t, float>> out;
+    for (int32_t i = 0; i < n; ++i) out.emplace_back(ids[i], logits[ids[i]] - log_z);
+    return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
+    if (options.max_batch_tokens < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("max_batch_tokens must be >= 1, got ", options.max_batch_tokens));
+    }
+    if (options.max_running < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("max_running must be >= 1, got ", options.max_running));
+    }
+    std::unique_ptr<Engine> e(new Engine());
+    e->options_ = options;
+    SetNumThreads(options.threads);
+    PP_RETURN_IF_ERROR(CheckDevice(options.device));   // before loading a model it could not run
+    PP_ASSIGN_OR_RETURN(e->model_, Model::Load(options.model, options.dtype));
+    const ModelConfig& c = e->model_->config();
+    const cpu::DType kv_dtype = options.kv_dtype.value_or(options.dtype);
+    PP_ASSIGN_OR_RETURN(Backend backend, CreateBackend(*e->model_, options.device, options.kv_block_size,
+                                                       options.kv_budget_bytes, c.max_context, kv_dtype));
+    e->pool_ = std::move(backend.pool);
+    e->forward_ = std::move(backend.runner);
+    e->scheduler_ = MakeScheduler(options.policy, *e->model_, *e->pool_, e->waiting_,
+                                  {options.max_batch_tokens, options.max_running});
+    e->stats_.kv_bytes_total = static_cast<uint64_t>(e->pool_->num_blocks()) * e->pool_->bytes_per_block();
+    e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
+    return e;
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) const {
+    PP_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
+    if (request.max_tokens < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("max_tokens must be >= 1, got ", request.max_tokens));
+    }
+    if (request.logprobs < 0 || request.logprobs > kMaxLogprobs) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("logprobs must be in [0, ", kMaxLogprobs, "], got ", request.logprobs));
+    }
+    if (request.deadline_ms < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("deadline_ms must be >= 0, got ", request.deadline_ms));
+    }
+    const ModelConfig& c = model_->config();
+    std::optional<LazySchedule> lazy;
+    if (request.lazy) {
+        PP_ASSIGN_OR_RETURN(lazy, ResolveLazySchedule(request.lazy_schedule, request.lazy_keep_ratio, c.n_layers));
+    } else if (!request.lazy_schedule.empty()) {
+        return absl::InvalidArgumentError("lazy_schedule is set but lazy pruning is off");
+    }
+    auto seq = std::make_shared<Sequence>(std::move(request), model_->tokenizer(), c.max_context);
+    seq->lazy_schedule = std::move(lazy);
+    Request& r = seq->request;
+    PP_ASSIGN_OR_RETURN(seq->tokens, ResolvePrompt(*model_, r.prompt, r.prompt_tokens, r.add_bos));
+    seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
+    const int64_t blocks = (int64_t{seq->n_prompt} + 1 + pool_->block_size() - 1) / pool_->block_size();
+    if (blocks > pool_->num_blocks()) {
+        return absl::ResourceExhaustedError(absl::StrCat("prompt of ", seq->n_prompt,
+                                                         " tokens needs more KV memory than the engine's whole budget (",
+                                                         pool_->num_blocks() * int64_t{pool_->block_size()}, " tokens)"));
+    }
+    seq->output.PrimeWithPrompt(seq->tokens);   // the prompt's text is the caller's already
+    seq->stream = std::make_shared<StreamState>();
+    seq->t_submit = NowSeconds();
+    seq->deadline = r.deadline_ms > 0 ? seq->t_submit + r.deadline_ms / 1000.0 : 0.0;
+    return seq;
+}
+
+absl::Status Engine::Enqueue(std::vector<std::shared_ptr<Sequence>> seqs) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return absl::UnavailableError("engine is shutting down");
+        for (const auto& s : seqs) {
+            if (!s->internal) {
+                ++stats_.requests_submitted;
+                stats_.prompt_tokens += s->n_prompt;
+            }
+        }
+        // Under mu_, so the loop cannot miss the wake-up below.
+        waiting_.PushBack(std::move(seqs));
+    }
+    wake_.notify_one();
+    return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Stream>> Engine::Submit(Request request) {
+    PP_ASSIGN_OR_RETURN(std::shared_ptr<Sequence> seq, MakeSequence(std::move(request)));
+    auto stream = std::make_unique<Stream>(seq->stream);
+    PP_RETURN_IF_ERROR(Enqueue({seq}));
+    return stream;
+}
+
+std::vector<absl::StatusOr<std::unique_ptr<Stream>>> Engine::SubmitBatch(std::vector<Request> requests) {
+    std::vector<absl::StatusOr<std::unique_ptr<Stream>>> out;
+    std::vector<std::shared_ptr<Sequence>> valid;
+    for (Request& r : requests) {
+        absl::StatusOr<std::shared_ptr<Sequence>> seq = MakeSequence(std::move(r));
+        if (!seq.ok()) {
+            out.push_back(seq.status());
+            continue;
+        }
+        out.push_back(std::make_unique<Stream>((*seq)->stream));
+        valid.push_back(std::move(*seq));
+    }
+    if (absl::Status st = Enqueue(scheduler_->OrderBatch(std::move(valid))); !st.ok()) {
+        for (auto& o : out) {
+            if (o.ok()) o = st;
+        }
+    }
+    return out;
+}
+
+EngineStats Engine::Stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    EngineStats s = stats_;
+    s.requests_waiting = waiting_.size();
+    // Prompt tokens not recomputed thanks to shared prefixes (exact once
+    // every submitted request has been prefilled, e.g. after a batch).
+    if (s.prompt_tokens > 0 && s.prompt_tokens_computed <= s.prompt_tokens) {
+        s.prefix_saving = 1.0 - double(s.prompt_tokens_computed) / double(s.prompt_tokens);
+    }
+    if (s.prompt_token_layers > 0) {
+        s.prompt_fraction_computed = double(s.prompt_token_layers_computed) / double(s.prompt_token_layers);
+    }
+    return s;
+}
+
+void Engine::Finish(Sequence& seq, FinishReason reason, absl::Status status) {
+    seq.done = true;
+    seq.lazy.reset();   // its aux cache blocks go back to the pool
+    seq.kv.Release();
+    if (seq.internal) return;   // nobody reads it
+    Event e;
+    e.kind = Event::Kind::kFinish;
+    e.finish_reason = reason;
+    e.status = std::move(status);
+    const double now = NowSeconds();
+    e.usage.prompt_tokens = seq.n_prompt;
+    e.usage.completion_tokens = seq.generated();
+    e.usage.queue_seconds = seq.t_scheduled >= 0 ? seq.t_scheduled - seq.t_submit : now - seq.t_submit;
+    e.usage.time_to_first_token = seq.t_first_token >= 0 ? seq.t_first_token - seq.t_submit : 0.0;
+    e.usage.total_seconds = now - seq.t_submit;
+    e.usage.cached_prompt_tokens = seq.cached_tokens;
+    e.usage.pruned_fraction = 1.0 - seq.prompt_work_fraction;
+    e.usage.prompt_layer_fractions = seq.prompt_layer_fractions;
+    seq.stream->Push(std::move(e));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.requests_finished;
+}
+
+void Engine::EndCancelledAndExpired() {
+    const double now = NowSeconds();
+    auto ends = [&](const Sequence& s) {
+        return s.abandoned || (s.stream && s.stream->cancel.load(std::memory_order_relaxed)) ||
+               (s.deadline > 0 && now > s.deadline);
+    };
+    auto end = [&](Sequence& s) {
+        if (s.deadline > 0 && now > s.deadline && !s.abandoned &&
+            !s.stream->cancel.load(std::memory_order_relaxed)) {
+            Finish(s, FinishReason::kError, absl::DeadlineExceededError("request deadline exceeded"));
+        } else {
+            Finish(s, FinishReason::kCancelled, absl::CancelledError("request cancelled"));
+        }
+    };
+    std::erase_if(scheduler_->running(), [&](const auto& s) {
+        if (!ends(*s)) return false;
+        end(*s);
+        return true;
+    });
+    for (auto& s : waiting_.TakeIf(ends)) {
+        end(*s);
+        scheduler_->Dropped(*s);   // e.g. a group member that never shared its prefix no longer pins it
+    }
+}
+
+void Engine::EmitToken(Sequence& s, std::span<const float> logits) {
+    NextToken next = s.output.Next(logits, &s.tokens);
+    if (s.t_first_token < 0) s.t_first_token = NowSeconds();
+    Event e;
+    e.token = next.token;
+    e.text = std::move(next.text);
+    e.logprob = LogSoftmaxAt(logits, next.token);
+    if (s.request.logprobs > 0) e.top_logprobs = TopLogprobs(logits, s.request.logprobs);
+    s.stream->Push(std::move(e));
+    if (next.finished) Finish(s, next.reason, absl::OkStatus());
+}
+
+void Engine::Apply(const ScheduledStep& step, const StepOutput& out) {
+    const ModelConfig& c = model_->config();
+    std::vector<int32_t> prompt_part(step.seqs.size());
+    for (size_t i = 0; i < step.seqs.size(); ++i) {
+        const Sequence& s = *step.seqs[i];
+        prompt_part[i] = s.num_computed < s.n_prompt ? std::min(s.planned, s.n_prompt - s.num_computed) : 0;
+    }
+    scheduler_->Computed(step);
+    uint64_t prefill = 0, generated = 0, token_layers = 0, token_layers_computed = 0;
+    for (size_t i = 0; i < step.seqs.size(); ++i) {
+        Sequence& s = *step.seqs[i];
+        prefill += prompt_part[i];
+        if (prompt_part[i] > 0 && s.num_computed >= s.n_prompt && s.lazy) {
+            s.prompt_work_fraction = s.lazy->PromptWorkFraction();
+            s.prompt_layer_fractions = s.lazy->PromptLayerFractions();
+        }
+        const double fraction = s.lazy ? s.prompt_work_fraction : 1.0;
+        token_layers += uint64_t(prompt_part[i]) * c.n_layers;
+        token_layers_computed += static_cast<uint64_t>(std::llround(prompt_part[i] * c.n_layers * fraction));
+        if (s.internal || out.first_row[i] < 0) continue;
+        EmitToken(s, {out.logits.data() + static_cast<size_t>(out.first_row[i]) * c.vocab_size,
+                      static_cast<size_t>(c.vocab_size)});
+        ++generated;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.prompt_tokens_computed += prefill;
+    stats_.prompt_token_layers += token_layers;
+    stats_.prompt_token_layers_computed += token_layers_computed;
+    stats_.generated_tokens += generated;
+    ++stats_.steps;
+}
+
+void Engine::Step() {
+    EndCancelledAndExpired();
+    ScheduledStep step;
+    if (!scheduler_->Plan(&step)) return;
+    StepOutput out;
+    if (absl::Status st = forward_->Run(step.plan, &out); !st.ok()) {
+        // A failed step ends its requests with the error rather than looping on it.
+        for (Sequence* s : step.seqs) {
+            s->in_plan = false;
+            Finish(*s, FinishReason::kError, st);
+        }
+    } else {
+        Apply(step, out);
+    }
+    std::erase_if(scheduler_->running(), [](const auto& s) { return s->done; });
+}
+
+void Engine::PublishKvStats() {
+    const uint64_t cached = static_cast<uint64_t>(scheduler_->cached_blocks()) * pool_->bytes_per_block();
+    stats_.requests_running = scheduler_->running().size();
+    stats_.preemptions = scheduler_->preemptions();
+    stats_.cascade_decode_tokens = forward_->cascade_queries();
+    stats_.kv_bytes_cached = cached;
+    stats_.kv_bytes_used = pool_->used_bytes() - cached;
+}
+
+void Engine::Loop() {
+    while (true) {
+        {
+            std::unique_lock<std::mutex> lock(mu_);
+            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !scheduler_->running().empty(); });
+            if (stopping_) break;
+            PublishKvStats();
+        }
+        Step();
+        std::lock_guard<std::mutex> lock(mu_);
+        PublishKvStats();
+    }
+    for (auto& s : scheduler_->running()) Finish(*s, FinishReason::kCancelled, absl::CancelledError("engine shut down"));
+    scheduler_->running().clear();
+    for (auto& s : waiting_.TakeAll()) Finish(*s, FinishReason::kCancelled, absl::CancelledError("engine shut down"));
+}
+
+}  // namespace prepack

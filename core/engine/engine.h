@@ -1,0 +1,120 @@
+// The engine: one model, one KV pool, one scheduler thread, and any number of
+// client threads submitting requests. Requests from all threads are batched
+// together: every step of the scheduler thread plans one forward pass over
+// the decode tokens of the running requests and prefill chunks of new ones
+// (continuous batching with chunked prefill, vLLM-style: each request's
+// computed-token count catches up with its token count), runs it, and
+// applies the result: samples each request's next token and streams it.
+//
+// What runs in a step, what is shared and who is preempted when KV memory
+// runs out belong to the scheduling policy (core/scheduler, core/batchllm);
+// the forward pass belongs to the device (core/forward). The engine owns the
+// loop, the streams, deadlines and cancellation.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "core/engine/policies.h"
+#include "core/engine/stream.h"
+#include "core/forward/backend.h"
+#include "core/request/request.h"
+#include "core/scheduler/scheduler.h"
+#include "core/scheduler/sequence_queue.h"
+
+namespace prepack {
+
+struct EngineOptions {
+    std::string model;                   // GGUF path or synthetic:NAME
+    Device      device = Device::kCpu;   // where steps run (cuda: weights, KV and activations on the GPU)
+    cpu::DType  dtype = cpu::DType::kF32;   // weight matrices: f32 or bf16
+    std::optional<cpu::DType> kv_dtype;     // KV cache elements; unset = as `dtype` (vLLM's "auto")
+    int32_t     threads = 0;             // CPU threads (0 = all)
+    uint64_t    kv_budget_bytes = 0;     // 0 = a quarter of free memory, at most 4 GiB, at least one context
+    int32_t     kv_block_size = 16;
+    int32_t     max_batch_tokens = 1024; // tokens per forward step
+    int32_t     max_running = 64;        // sequences decoding at once
+    SchedulePolicy policy = SchedulePolicy::kFcfs;
+};
+
+struct EngineStats {
+    uint64_t requests_submitted = 0;
+    uint64_t requests_finished = 0;      // any reason
+    uint64_t requests_running = 0;
+    uint64_t requests_waiting = 0;
+    uint64_t prompt_tokens = 0;          // of finished and running requests
+    uint64_t prompt_tokens_computed = 0; // prefill tokens that went through the model
+    uint64_t generated_tokens = 0;
+    uint64_t preemptions = 0;
+    uint64_t cascade_decode_tokens = 0;  // decode tokens whose attention read a shared prefix once per group
+    uint64_t steps = 0;
+    uint64_t kv_bytes_total = 0;
+    uint64_t kv_bytes_used = 0;          // held by requests (and group prefixes)
+    uint64_t kv_bytes_cached = 0;        // held only by the LRU prefix cache (evictable)
+    double   prefix_saving = 0.0;        // fraction of prompt tokens not recomputed (prefix sharing)
+    double   prompt_fraction_computed = 1.0;   // LazyLLM: fraction of prompt token-layers computed
+    uint64_t prompt_token_layers = 0;          // prefilled prompt tokens x layers
+    uint64_t prompt_token_layers_computed = 0; // of which the forward pass computed (LazyLLM skips some)
+};
+
+class Engine {
+public:
+    // Loads the model and starts the scheduler thread.
+    static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
+    // Stops the scheduler; unfinished requests end with CANCELLED.
+    ~Engine();
+
+    // Validates and queues a request. INVALID_ARGUMENT (empty prompt, bad
+    // sampling, ids outside the vocabulary, prompt at or past the context),
+    // RESOURCE_EXHAUSTED (the prompt can never fit the KV budget),
+    // UNAVAILABLE (engine shutting down).
+    absl::StatusOr<std::unique_ptr<Stream>> Submit(Request request);
+
+    // Submits an offline batch. Each element is that request's stream or its
+    // own submission error (one bad request does not fail the others). Under
+    // the BatchLLM policy the batch is grouped by shared prefix first (a
+    // prefix tree over all prompts): each group's prefix is computed once,
+    // pinned while members still wait, shared by reference, and groups start
+    // in order of decode/prompt ratio, highest first. Under LRU they share
+    // through the prefix cache; under FCFS nothing is shared.
+    std::vector<absl::StatusOr<std::unique_ptr<Stream>>> SubmitBatch(std::vector<Request> requests);
+
+    EngineStats Stats() const;
+    const Model& model() const { return *model_; }
+
+private:
+    Engine() = default;
+    absl::StatusOr<std::shared_ptr<Sequence>> MakeSequence(Request request) const;
+    absl::Status Enqueue(std::vector<std::shared_ptr<Sequence>> seqs);
+    void Loop();
+    // One turn of the loop: ends cancelled and expired requests, then
+    // plan -> run -> apply.
+    void Step();
+    void EndCancelledAndExpired();
+    void Apply(const ScheduledStep& step, const StepOutput& out);
+    // Samples `seq`'s next token from its logits row and streams it.
+    void EmitToken(Sequence& seq, std::span<const float> logits);
+    void Finish(Sequence& seq, FinishReason reason, absl::Status status);
+    void PublishKvStats();   // called with mu_ held
+
+    EngineOptions                options_;
+    std::unique_ptr<Model>       model_;
+    std::unique_ptr<KvBlockPool> pool_;
+    std::unique_ptr<StepRunner>  forward_;
+    SequenceQueue                waiting_;
+    std::unique_ptr<Scheduler>   scheduler_;   // scheduler thread only
+
+    mutable std::mutex           mu_;
+    std::condition_variable      wake_;
+    bool                         stopping_ = false;   // guarded by mu_
+    EngineStats                  stats_;              // guarded by mu_
+    std::thread                  thread_;
+};
+
+}  // namespace prepack

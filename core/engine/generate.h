@@ -1,0 +1,58 @@
+// Single-request generation: prefill the prompt (in chunks), then decode
+// token by token with the sampler until EOS, max tokens, a stop string or
+// the end of the context. Streams text through a callback as it is made.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/lazyllm/lazy_schedule.h"
+#include "core/request/request.h"
+#include "core/request/sampler.h"
+#include "core/step/step_runner.h"
+
+namespace prepack {
+
+struct GenerateRequest {
+    std::string              prompt;          // used when prompt_tokens is empty
+    std::vector<int32_t>     prompt_tokens;   // token ids, taken as given (BOS not added)
+    int32_t                  max_tokens = 128;
+    SamplingParams           sampling;
+    std::vector<std::string> stop;
+    bool                     add_bos = true;
+    bool                     ignore_eos = false;   // keep going after the model's EOS
+    bool                     lazy = false;         // LazyLLM pruning (the prompt is prefilled in one step)
+    LazySchedule             lazy_schedule;        // empty: the model's default schedule
+};
+
+struct GenerateResult {
+    std::vector<int32_t> prompt_tokens;
+    std::vector<int32_t> tokens;         // generated ids
+    std::string          text;           // generated text, stop string excluded
+    FinishReason         finish_reason = FinishReason::kLength;
+    double               prefill_seconds = 0.0;
+    double               decode_seconds = 0.0;
+    // LazyLLM: fraction of the prompt's token-layers the prefill computed,
+    // and per layer the fraction of prompt tokens it computed (all 1 without pruning).
+    std::vector<float>   first_logits;   // the next-token logits after the prompt
+    double               prompt_work_fraction = 1.0;
+    double               prompt_work_fraction_end = 1.0;   // also counting tokens decode steps brought back
+    std::vector<double>  prompt_layer_fractions;
+};
+
+using TextCallback = std::function<void(std::string_view)>;
+
+// Errors (nothing is generated): INVALID_ARGUMENT for an empty prompt, a
+// prompt longer than the context, token ids outside the vocabulary, invalid
+// sampling values or max_tokens < 0; RESOURCE_EXHAUSTED when the KV pool
+// cannot hold the prompt. Blocks are released before returning.
+absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateRequest& request,
+                                        const TextCallback& on_text = {});
+
+// Prefill chunk size: bounds activation memory for long prompts.
+constexpr int32_t kPrefillChunk = 512;
+
+}  // namespace prepack

@@ -1,0 +1,234 @@
+#include "core/forward/cuda_pass.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/forward/cpu_pass.h"
+#include "core/forward/cuda_pass_impl.h"
+#include "core/lazyllm/lazy_state.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/elementwise.h"
+
+namespace prepack {
+
+using cpu::DType;
+
+KvStorageAllocator CudaKvStorage() {
+    return [](size_t bytes) -> absl::StatusOr<KvStorage> {
+        if (cuda::DeviceCount() == 0) return absl::UnavailableError("no usable CUDA device for the KV cache");
+        PP_ASSIGN_OR_RETURN(cuda::DeviceBuffer buf, cuda::DeviceBuffer::Allocate(bytes));
+        // The pool owns the memory from here on: `free` takes it back into a
+        // buffer whose destructor releases it.
+        auto* owner = new cuda::DeviceBuffer(std::move(buf));
+        KvStorage s;
+        s.base = owner->data();
+        s.copy = cuda::CopyOnDevice;
+        s.free = [owner](void*) { delete owner; };
+        return s;
+    };
+}
+
+uint64_t AutoCudaKvBudget(const ModelConfig& config, int64_t min_tokens, DType kv_dtype, uint64_t reserved_bytes) {
+    const uint64_t free = cuda::FreeDeviceBytes();
+    if (free == 0) return 0;
+    const uint64_t avail = free > reserved_bytes ? free - reserved_bytes : 0;
+    const uint64_t want =
+        std::max<uint64_t>(256ull << 20, config.KvBytesPerToken(kv_dtype) * static_cast<uint64_t>(min_tokens));
+    // As on the CPU (AutoKvBudget), what was asked for and no more, so that
+    // other work on the device (benchmarks' ceilings, a second engine) has
+    // room; a server that wants most of the device names --kv-budget.
+    return std::min(want, avail / 10 * 9);
+}
+
+namespace {
+
+// A host matrix copied to the device as it is (f32 or bf16).
+absl::StatusOr<cuda::DeviceBuffer> Upload(const cpu::Matrix& m, int64_t rows, int64_t cols) {
+    const size_t bytes = static_cast<size_t>(rows) * cols * ActBytes(m.dtype());
+    PP_ASSIGN_OR_RETURN(cuda::DeviceBuffer b, cuda::DeviceBuffer::Allocate(bytes));
+    const void* src = m.dtype() == DType::kBf16 ? static_cast<const void*>(m.bf16) : static_cast<const void*>(m.f32);
+    PP_RETURN_IF_ERROR(b.CopyFromHost(src, bytes));
+    return b;
+}
+
+absl::StatusOr<cuda::DeviceBuffer> UploadFloats(const float* v, int64_t n) {
+    PP_ASSIGN_OR_RETURN(cuda::DeviceBuffer b, cuda::DeviceBuffer::Allocate(n * sizeof(float)));
+    PP_RETURN_IF_ERROR(b.CopyFromHost(v, n * sizeof(float)));
+    return b;
+}
+
+}  // namespace
+
+absl::Status ReserveDevice(cuda::DeviceBuffer& b, size_t bytes) {
+    const size_t had = b.bytes();
+    if (had >= bytes) return absl::OkStatus();
+    b = cuda::DeviceBuffer();   // free first: the old and new need not both fit
+    PP_ASSIGN_OR_RETURN(b, cuda::DeviceBuffer::Allocate(std::max(bytes, had * 3 / 2)));
+    return absl::OkStatus();
+}
+
+
+absl::Status CudaForwardPass::Impl::UploadWeights() {
+    const ModelConfig& c = model.config();
+    const ModelWeights& w = model.weights();
+    PP_ASSIGN_OR_RETURN(blas, cuda::Blas::Create());
+    PP_ASSIGN_OR_RETURN(token_embd, Upload(w.token_embd, c.vocab_size, c.dim));
+    tied = w.output.f32 == w.token_embd.f32 && w.output.bf16 == w.token_embd.bf16;
+    if (!tied) {
+        PP_ASSIGN_OR_RETURN(output, Upload(w.output, c.vocab_size, c.dim));
+    }
+    PP_ASSIGN_OR_RETURN(output_norm, UploadFloats(w.output_norm, c.dim));
+    std::vector<float> freq;
+    for (int i = 0; i < c.rope_dim / 2; ++i) {
+        freq.push_back(1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / c.rope_dim));
+    }
+    PP_ASSIGN_OR_RETURN(inv_freq, UploadFloats(freq.data(), static_cast<int64_t>(freq.size())));
+    for (const LayerWeights& lw : w.layers) {
+        Layer l;
+        PP_ASSIGN_OR_RETURN(l.attn_norm, UploadFloats(lw.attn_norm, c.dim));
+        PP_ASSIGN_OR_RETURN(l.wqkv, Upload(lw.wqkv, c.qkv_dim(), c.dim));
+        PP_ASSIGN_OR_RETURN(l.wo, Upload(lw.wo, c.dim, c.q_dim()));
+        PP_ASSIGN_OR_RETURN(l.ffn_norm, UploadFloats(lw.ffn_norm, c.dim));
+        PP_ASSIGN_OR_RETURN(l.w_gate_up, Upload(lw.w_gate_up, 2 * int64_t{c.hidden_dim}, c.dim));
+        PP_ASSIGN_OR_RETURN(l.w_down, Upload(lw.w_down, c.dim, c.hidden_dim));
+        layers.push_back(std::move(l));
+    }
+    return cuda::Synchronize("uploading the weights");
+}
+
+absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
+    const ModelConfig& c = model.config();
+    PP_RETURN_IF_ERROR(ValidateStepPlan(c, plan));
+    int64_t t = static_cast<int64_t>(plan.tokens.size());
+    const int64_t d = c.dim, h = c.hidden_dim;
+    InitStepRows(plan, &row_pos, &row_slot, &seq_rows);
+    ReserveLazyDepths(plan);
+    CudaStepMeta m = PlanRows(plan, out);
+    cascade_queries += static_cast<uint64_t>(m.cascade_members);
+    PP_RETURN_IF_ERROR(ReserveDevice(x, t * d * ActBytes(act)));
+    PP_RETURN_IF_ERROR(UploadMeta(m));
+
+    const ModelWeights& w = model.weights();
+    cuda::Gather(token_embd.data(), w.token_embd.dtype(), meta.as<int32_t>() + m.at[CudaStepMeta::kTokens], x.data(),
+                 t, d, act);
+    const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
+    for (int32_t l = 0; l < c.n_layers; ++l) {
+        const Layer& lw = layers[l];
+        const cpu::PagedKv kv = pool.Layer(l);
+        const auto part = [&](CudaStepMeta::Part p) { return meta.as<int32_t>() + m.at[p]; };
+        const int32_t* d_positions = part(CudaStepMeta::kPositions);
+        const int32_t* d_tables = part(CudaStepMeta::kTables);
+        const cuda::DeviceRows rows{t, part(CudaStepMeta::kSlots), part(CudaStepMeta::kTableBegin), d_tables};
+        cuda::DeviceRows singles = rows;
+        singles.rows = static_cast<int64_t>(m.count(CudaStepMeta::kSingles));
+        singles.row_ids = part(CudaStepMeta::kSingles);
+        if (m.cascade_members > 0) {
+            singles.key_begin = part(CudaStepMeta::kKeyBegin);
+            singles.partial_o = partial_o.as<float>();
+            singles.partial_lse = partial_lse.as<float>();
+        }
+        if (m.n_splits > 1) {
+            singles.n_splits = m.n_splits;
+            singles.split_keys = m.split_keys;
+            singles.split_o = split_o.as<float>();
+            singles.split_lse = split_lse.as<float>();
+        }
+
+        cuda::RmsNorm(x.data(), lw.attn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);
+        PP_RETURN_IF_ERROR(blas->Linear(xb.data(), lw.wqkv.data(), qkv.data(), t, c.qkv_dim(), d, false, act));
+        cuda::Rope(qkv.data(), act, t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim, d_positions,
+                   inv_freq.as<float>());
+        cuda::Rope(qkv.data(), act, t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim, d_positions,
+                   inv_freq.as<float>());
+        cuda::AppendKv(qkv.data(), act, c.qkv_dim(), c.q_dim(), rows, kv);
+        // LazyLLM: this layer now holds its rows' keys; the others' depths say
+        // which earlier tokens it lacks.
+        for (size_t k = 0; k < plan.seqs.size(); ++k) {
+            if (plan.seqs[k].lazy == nullptr) continue;
+            for (int32_t i = 0; i < seq_rows[k].count; ++i) {
+                plan.seqs[k].lazy->Computed(row_slot[seq_rows[k].begin + i], l);
+            }
+        }
+        if (m.depth_len > 0) {
+            PP_RETURN_IF_ERROR(UploadDepths(plan, m));
+            singles.key_depth = depth.as<int16_t>();
+            singles.depth_begin = part(CudaStepMeta::kDepthBegin);
+            singles.layer = l;
+        }
+        // The cascade's prefix part first: the per-row kernel merges it in.
+        if (!cuda::CascadePrefix(qkv.data(), act, shape, reinterpret_cast<const cuda::QueryTile*>(
+                                     part(CudaStepMeta::kGroupTiles)), m.n_group_tiles, part(CudaStepMeta::kMembers),
+                                 d_tables, kv, partial_o.as<float>(), partial_lse.as<float>()) ||
+            !cuda::PagedAttention(qkv.data(), att.data(), act, shape, singles, kv) ||
+            !cuda::TiledAttention(qkv.data(), att.data(), act, shape,
+                                  reinterpret_cast<const cuda::QueryTile*>(part(CudaStepMeta::kTiles)), m.n_tiles,
+                                  d_tables, kv)) {
+            return absl::UnimplementedError(absl::StrCat("head_dim ", c.head_dim,
+                                                         " is above what the CUDA attention kernels handle (",
+                                                         cuda::kTiledMaxHeadDim, ")"));
+        }
+        const bool prune = PrunesAfter(plan, l, c.n_layers);
+        if (prune) PP_RETURN_IF_ERROR(ScoreLastQueries(plan, m, l));
+        PP_RETURN_IF_ERROR(blas->Linear(att.data(), lw.wo.data(), x.data(), t, d, c.q_dim(), true, act));
+        cuda::RmsNorm(x.data(), lw.ffn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);
+        PP_RETURN_IF_ERROR(blas->Linear(xb.data(), lw.w_gate_up.data(), gu.data(), t, 2 * h, d, false, act));
+        cuda::SwiGlu(gu.data(), hb.data(), t, h, act);
+        PP_RETURN_IF_ERROR(blas->Linear(hb.data(), lw.w_down.data(), x.data(), t, d, h, true, act));
+        if (prune) {
+            PP_RETURN_IF_ERROR(Prune(plan, l));
+            t = static_cast<int64_t>(row_slot.size());
+            m = PlanRows(plan, out);   // the rows moved, and with them the logits rows
+            PP_RETURN_IF_ERROR(UploadMeta(m));
+        }
+    }
+    const int64_t n_logits = static_cast<int64_t>(m.count(CudaStepMeta::kLogitRows));
+    out->rows = static_cast<int32_t>(n_logits);
+    if (n_logits > 0) {
+        // Only the rows that produce logits pass the final norm and the output matrix.
+        cuda::Gather(x.data(), act, meta.as<int32_t>() + m.at[CudaStepMeta::kLogitRows], xb.data(), n_logits, d, act);
+        cuda::RmsNorm(xb.data(), output_norm.as<float>(), xb.data(), n_logits, d, c.norm_eps, act);
+        const void* wout = tied ? token_embd.data() : output.data();
+        PP_RETURN_IF_ERROR(blas->Linear(xb.data(), wout, logits.data(), n_logits, c.vocab_size, d, false, act,
+                                        DType::kF32));
+    }
+    PP_RETURN_IF_ERROR(cuda::Synchronize("forward step"));
+    if (n_logits > 0) {
+        out->logits.EnsureSize(static_cast<size_t>(n_logits) * c.vocab_size);
+        PP_RETURN_IF_ERROR(logits.CopyToHost(out->logits.data(), n_logits * c.vocab_size * sizeof(float)));
+    }
+    for (const SeqStep& s : plan.seqs) s.kv->set_num_tokens(s.kv->num_tokens() + s.n_tokens);
+    return absl::OkStatus();
+}
+
+CudaForwardPass::CudaForwardPass(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaForwardPass::~CudaForwardPass() = default;
+
+absl::StatusOr<std::unique_ptr<CudaForwardPass>> CudaForwardPass::Create(const Model& model, KvBlockPool& pool) {
+    if (cuda::DeviceCount() == 0) return absl::UnavailableError("no usable CUDA device (no GPU or no driver)");
+    if (pool.on_host()) {
+        return absl::InvalidArgumentError("the CUDA forward pass needs a KV pool in device memory (CudaKvStorage)");
+    }
+    auto impl = std::make_unique<Impl>(model, pool);
+    PP_RETURN_IF_ERROR(impl->UploadWeights());
+    return std::unique_ptr<CudaForwardPass>(new CudaForwardPass(std::move(impl)));
+}
+
+absl::Status CudaForwardPass::Run(const StepPlan& plan, StepOutput* out) { return impl_->Run(plan, out); }
+
+const Model& CudaForwardPass::model() const { return impl_->model; }
+KvBlockPool& CudaForwardPass::pool() { return impl_->pool; }
+
+uint64_t CudaForwardPass::workspace_bytes() const {
+    const Impl& i = *impl_;
+    return i.x.bytes() + i.x_next.bytes() + i.xb.bytes() + i.qkv.bytes() + i.att.bytes() + i.gu.bytes() +
+           i.hb.bytes() + i.logits.bytes() + i.meta.bytes() + i.partial_o.bytes() + i.partial_lse.bytes() +
+           i.depth.bytes() + i.scores.bytes() + i.score_scratch.bytes() + i.gather_sources.bytes() +
+           i.split_o.bytes() + i.split_lse.bytes();
+}
+
+void CudaForwardPass::set_cascade(bool on) { impl_->cascade = on; }
+uint64_t CudaForwardPass::cascade_queries() const { return impl_->cascade_queries;
+}
+
+}  // namespace prepack

@@ -1,0 +1,184 @@
+#include "core/model/model_config.h"
+
+#include "core/model/gguf.h"
+
+namespace prepack {
+namespace {
+
+// Upper bounds that no real llama-family model reaches; they keep a hostile
+// file from driving allocations of absurd size.
+constexpr int64_t kMaxDim     = 1 << 16;
+constexpr int64_t kMaxLayers  = 1024;
+constexpr int64_t kMaxVocab   = 1 << 22;
+constexpr int64_t kMaxContext = 1 << 24;
+
+absl::Status CheckRange(const char* what, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " = ", v, " is out of range [", lo, ", ", hi, "]"));
+    }
+    return absl::OkStatus();
+}
+
+absl::StatusOr<int32_t> ReadDim(const GgufFile& f, const std::string& key, int64_t hi) {
+    PP_ASSIGN_OR_RETURN(uint64_t v, f.GetUint(key));
+    if (v == 0 || v > static_cast<uint64_t>(hi)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("metadata ", key, " = ", v, " is out of range [1, ", hi, "]"));
+    }
+    return static_cast<int32_t>(v);
+}
+
+}  // namespace
+
+absl::Status ModelConfig::Validate() const {
+    PP_RETURN_IF_ERROR(CheckRange("dim", dim, 1, kMaxDim));
+    PP_RETURN_IF_ERROR(CheckRange("hidden_dim", hidden_dim, 1, 4 * kMaxDim));
+    PP_RETURN_IF_ERROR(CheckRange("n_layers", n_layers, 1, kMaxLayers));
+    PP_RETURN_IF_ERROR(CheckRange("n_heads", n_heads, 1, kMaxDim));
+    PP_RETURN_IF_ERROR(CheckRange("n_kv_heads", n_kv_heads, 1, n_heads));
+    PP_RETURN_IF_ERROR(CheckRange("head_dim", head_dim, 2, 1024));
+    PP_RETURN_IF_ERROR(CheckRange("vocab_size", vocab_size, 1, kMaxVocab));
+    PP_RETURN_IF_ERROR(CheckRange("max_context", max_context, 1, kMaxContext));
+    PP_RETURN_IF_ERROR(CheckRange("rope_dim", rope_dim, 2, head_dim));
+    if (n_heads % n_kv_heads != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "n_heads (", n_heads, ") is not a multiple of n_kv_heads (", n_kv_heads, ")"));
+    }
+    if (head_dim % 2 != 0 || rope_dim % 2 != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "head_dim (", head_dim, ") and rope_dim (", rope_dim, ") must be even"));
+    }
+    if (!(norm_eps > 0.0f && norm_eps < 1.0f)) {
+        return absl::InvalidArgumentError(absl::StrCat("norm_eps = ", norm_eps, " is not in (0, 1)"));
+    }
+    if (!(rope_theta > 1.0f && rope_theta < 1e12f)) {
+        return absl::InvalidArgumentError(absl::StrCat("rope_theta = ", rope_theta, " is not in (1, 1e12)"));
+    }
+    return absl::OkStatus();
+}
+
+uint64_t ModelConfig::MatmulParams() const {
+    const uint64_t d = dim, h = hidden_dim;
+    const uint64_t per_layer = d * static_cast<uint64_t>(qkv_dim())   // wq, wk, wv
+                             + static_cast<uint64_t>(q_dim()) * d      // wo
+                             + 3 * d * h;                              // gate, up, down
+    return n_layers * per_layer + static_cast<uint64_t>(vocab_size) * d;   // + output
+}
+
+uint64_t ModelConfig::TotalParams() const {
+    const uint64_t norms = static_cast<uint64_t>(dim) * (2 * n_layers + 1);
+    const uint64_t embed = static_cast<uint64_t>(vocab_size) * dim;
+    return MatmulParams() + norms + (tied_output ? 0 : embed);
+}
+
+absl::StatusOr<ModelConfig> ConfigFromGguf(const GgufFile& f) {
+    ModelConfig c;
+    PP_ASSIGN_OR_RETURN(c.arch, f.GetString("general.architecture"));
+    if (c.arch != "llama") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unsupported architecture '", c.arch, "' (prepack runs 'llama'-family models)"));
+    }
+    if (f.Has("general.name")) {
+        PP_ASSIGN_OR_RETURN(c.name, f.GetString("general.name"));
+    }
+    PP_ASSIGN_OR_RETURN(c.dim,         ReadDim(f, "llama.embedding_length", kMaxDim));
+    PP_ASSIGN_OR_RETURN(c.hidden_dim,  ReadDim(f, "llama.feed_forward_length", 4 * kMaxDim));
+    PP_ASSIGN_OR_RETURN(c.n_layers,    ReadDim(f, "llama.block_count", kMaxLayers));
+    PP_ASSIGN_OR_RETURN(c.n_heads,     ReadDim(f, "llama.attention.head_count", kMaxDim));
+    PP_ASSIGN_OR_RETURN(c.max_context, ReadDim(f, "llama.context_length", kMaxContext));
+    c.n_kv_heads = c.n_heads;
+    if (f.Has("llama.attention.head_count_kv")) {
+        PP_ASSIGN_OR_RETURN(c.n_kv_heads, ReadDim(f, "llama.attention.head_count_kv", kMaxDim));
+    }
+    c.head_dim = c.dim / c.n_heads;
+    if (f.Has("llama.attention.key_length")) {
+        PP_ASSIGN_OR_RETURN(c.head_dim, ReadDim(f, "llama.attention.key_length", kMaxDim));
+    }
+    c.rope_dim = c.head_dim;
+    if (f.Has("llama.rope.dimension_count")) {
+        PP_ASSIGN_OR_RETURN(c.rope_dim, ReadDim(f, "llama.rope.dimension_count", kMaxDim));
+    }
+    if (f.Has("llama.rope.freq_base")) {
+        PP_ASSIGN_OR_RETURN(double theta, f.GetFloat("llama.rope.freq_base"));
+        c.rope_theta = static_cast<float>(theta);
+    }
+    if (f.Has("llama.attention.layer_norm_rms_epsilon")) {
+        PP_ASSIGN_OR_RETURN(double eps, f.GetFloat("llama.attention.layer_norm_rms_epsilon"));
+        c.norm_eps = static_cast<float>(eps);
+    }
+    if (f.Has("llama.vocab_size")) {
+        PP_ASSIGN_OR_RETURN(c.vocab_size, ReadDim(f, "llama.vocab_size", kMaxVocab));
+    } else {
+        const GgufTensor* embd = f.FindTensor("token_embd.weight");
+        if (embd == nullptr || embd->ne.size() != 2) {
+            return absl::InvalidArgumentError("cannot tell the vocabulary size: no llama.vocab_size "
+                                              "and no 2-D token_embd.weight");
+        }
+        if (embd->ne[1] == 0 || embd->ne[1] > static_cast<uint64_t>(kMaxVocab)) {
+            return absl::InvalidArgumentError("token_embd.weight has an out-of-range vocabulary size");
+        }
+        c.vocab_size = static_cast<int32_t>(embd->ne[1]);
+    }
+    c.tied_output = f.FindTensor("output.weight") == nullptr;
+    PP_RETURN_IF_ERROR(c.Validate());
+    return c;
+}
+
+namespace {
+
+struct NamedShape {
+    const char* name;
+    ModelConfig config;
+};
+
+ModelConfig Shape(const char* name, int dim, int hidden, int layers, int heads, int kv_heads,
+                  int vocab, int ctx, float theta, bool tied) {
+    ModelConfig c;
+    c.name = std::string("synthetic:") + name;
+    c.dim = dim;
+    c.hidden_dim = hidden;
+    c.n_layers = layers;
+    c.n_heads = heads;
+    c.n_kv_heads = kv_heads;
+    c.head_dim = dim / heads;
+    c.rope_dim = c.head_dim;
+    c.vocab_size = vocab;
+    c.max_context = ctx;
+    c.rope_theta = theta;
+    c.tied_output = tied;
+    return c;
+}
+
+const std::vector<NamedShape>& Shapes() {
+    static const std::vector<NamedShape> shapes = {
+        // llama2.c's stories15M-like shape with MHA.
+        {"tiny", Shape("tiny", 288, 768, 6, 6, 6, 512, 2048, 10000.0f, false)},
+        // llama2.c's stories110M shape with GQA 3:1 and a Llama-2 vocabulary.
+        {"110m", Shape("110m", 768, 2048, 12, 12, 4, 32000, 4096, 10000.0f, false)},
+        // Llama-3.2-1B: tied embeddings, 128k vocabulary, GQA 4:1.
+        {"1b", Shape("1b", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true)},
+        // Llama-2-7B.
+        {"7b", Shape("7b", 4096, 11008, 32, 32, 32, 32000, 4096, 10000.0f, false)},
+    };
+    return shapes;
+}
+
+}  // namespace
+
+std::vector<std::string> SyntheticModelNames() {
+    std::vector<std::string> names;
+    for (const NamedShape& s : Shapes()) names.push_back(s.name);
+    return names;
+}
+
+absl::StatusOr<ModelConfig> SyntheticConfig(std::string_view name) {
+    for (const NamedShape& s : Shapes()) {
+        if (name == s.name) return s.config;
+    }
+    std::string known;
+    for (const NamedShape& s : Shapes()) absl::StrAppend(&known, known.empty() ? "" : ", ", s.name);
+    return absl::NotFoundError(absl::StrCat("unknown synthetic model '", std::string(name), "' (known: ", known, ")"));
+}
+
+}  // namespace prepack

@@ -1,0 +1,134 @@
+#include "core/model/reference.h"
+
+#include <cmath>
+
+#include "kernels/cpu/bf16.h"
+
+namespace prepack {
+namespace {
+
+// Element `i` of a weight matrix, whatever its storage.
+float WeightAt(const cpu::Matrix& w, size_t i) { return w.bf16 != nullptr ? cpu::Bf16ToF32(w.bf16[i]) : w.f32[i]; }
+
+// out[i] = sum_j W[first_row + i, j] * x[j]; W is row-major with d columns.
+void MatVec(const cpu::Matrix& w, size_t first_row, const float* x, float* out, int n, int d) {
+    for (int i = 0; i < n; ++i) {
+        float sum = 0.0f;
+        for (int j = 0; j < d; ++j) sum += WeightAt(w, (first_row + i) * d + j) * x[j];
+        out[i] = sum;
+    }
+}
+
+void RmsNorm(const float* x, const float* weight, float* out, int n, float eps) {
+    float ss = 0.0f;
+    for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+    const float scale = 1.0f / std::sqrt(ss / n + eps);
+    for (int i = 0; i < n; ++i) out[i] = weight[i] * (scale * x[i]);
+}
+
+// Rotates pairs (2i, 2i+1) of the first rope_dim dims of every head.
+void Rope(float* v, int n_heads, int head_dim, int rope_dim, float theta, int pos) {
+    for (int h = 0; h < n_heads; ++h) {
+        for (int i = 0; i < rope_dim; i += 2) {
+            const float freq = 1.0f / std::pow(theta, static_cast<float>(i) / rope_dim);
+            const float angle = pos * freq;
+            const float c = std::cos(angle), s = std::sin(angle);
+            float* p = v + h * head_dim + i;
+            const float a = p[0], b = p[1];
+            p[0] = a * c - b * s;
+            p[1] = a * s + b * c;
+        }
+    }
+}
+
+void Softmax(float* x, int n) {
+    float max = x[0];
+    for (int i = 1; i < n; ++i) max = std::max(max, x[i]);
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - max);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; ++i) x[i] /= sum;
+}
+
+}  // namespace
+
+ReferenceForward::ReferenceForward(const Model& model)
+    : c_(model.config()), w_(model.weights()) {
+    x_.resize(c_.dim);
+    xb_.resize(std::max(c_.dim, c_.q_dim()));
+    q_.resize(c_.q_dim());
+    k_.resize(c_.kv_dim());
+    v_.resize(c_.kv_dim());
+    att_out_.resize(c_.q_dim());
+    hb_.resize(c_.hidden_dim);
+    hb2_.resize(c_.hidden_dim);
+    logits_.resize(c_.vocab_size);
+    key_cache_.resize(c_.n_layers);
+    value_cache_.resize(c_.n_layers);
+}
+
+const std::vector<float>& ReferenceForward::Step(int32_t token) {
+    const int d = c_.dim, hd = c_.head_dim, kv = c_.kv_dim(), qd = c_.q_dim(), hid = c_.hidden_dim;
+    const int group = c_.n_heads / c_.n_kv_heads;
+    const int pos = pos_++;
+    for (int i = 0; i < d; ++i) x_[i] = WeightAt(w_.token_embd, static_cast<size_t>(token) * d + i);
+
+    for (int l = 0; l < c_.n_layers; ++l) {
+        const LayerWeights& lw = w_.layers[l];
+        RmsNorm(x_.data(), lw.attn_norm, xb_.data(), d, c_.norm_eps);
+        MatVec(lw.wqkv, 0, xb_.data(), q_.data(), qd, d);
+        MatVec(lw.wqkv, qd, xb_.data(), k_.data(), kv, d);
+        MatVec(lw.wqkv, qd + kv, xb_.data(), v_.data(), kv, d);
+        Rope(q_.data(), c_.n_heads, hd, c_.rope_dim, c_.rope_theta, pos);
+        Rope(k_.data(), c_.n_kv_heads, hd, c_.rope_dim, c_.rope_theta, pos);
+        key_cache_[l].insert(key_cache_[l].end(), k_.begin(), k_.end());
+        value_cache_[l].insert(value_cache_[l].end(), v_.begin(), v_.end());
+
+        const int n_ctx = pos + 1;
+        scores_.resize(n_ctx);
+        for (int h = 0; h < c_.n_heads; ++h) {
+            const float* q = q_.data() + h * hd;
+            const int kvh = h / group;
+            for (int t = 0; t < n_ctx; ++t) {
+                const float* k = key_cache_[l].data() + static_cast<size_t>(t) * kv + kvh * hd;
+                float s = 0.0f;
+                for (int i = 0; i < hd; ++i) s += q[i] * k[i];
+                scores_[t] = s / std::sqrt(static_cast<float>(hd));
+            }
+            Softmax(scores_.data(), n_ctx);
+            float* out = att_out_.data() + h * hd;
+            for (int i = 0; i < hd; ++i) out[i] = 0.0f;
+            for (int t = 0; t < n_ctx; ++t) {
+                const float* v = value_cache_[l].data() + static_cast<size_t>(t) * kv + kvh * hd;
+                for (int i = 0; i < hd; ++i) out[i] += scores_[t] * v[i];
+            }
+        }
+        MatVec(lw.wo, 0, att_out_.data(), xb_.data(), d, qd);
+        for (int i = 0; i < d; ++i) x_[i] += xb_[i];
+
+        RmsNorm(x_.data(), lw.ffn_norm, xb_.data(), d, c_.norm_eps);
+        MatVec(lw.w_gate_up, 0, xb_.data(), hb_.data(), hid, d);
+        MatVec(lw.w_gate_up, hid, xb_.data(), hb2_.data(), hid, d);
+        for (int i = 0; i < hid; ++i) {
+            const float g = hb_[i];
+            hb_[i] = g / (1.0f + std::exp(-g)) * hb2_[i];   // SiLU(gate) * up
+        }
+        MatVec(lw.w_down, 0, hb_.data(), xb_.data(), d, hid);
+        for (int i = 0; i < d; ++i) x_[i] += xb_[i];
+    }
+    RmsNorm(x_.data(), w_.output_norm, x_.data(), d, c_.norm_eps);
+    MatVec(w_.output, 0, x_.data(), logits_.data(), c_.vocab_size, d);
+    return logits_;
+}
+
+const float* ReferenceForward::Key(int32_t layer, int32_t pos) const {
+    return key_cache_[layer].data() + static_cast<size_t>(pos) * c_.kv_dim();
+}
+
+const float* ReferenceForward::Value(int32_t layer, int32_t pos) const {
+    return value_cache_[layer].data() + static_cast<size_t>(pos) * c_.kv_dim();
+}
+
+}  // namespace prepack

@@ -1,0 +1,534 @@
+// SentencePiece-style BPE tokenizer; see tokenizer.h for the contract.
+//
+// Encoding reproduces llama2.c's `encode` (which llama.cpp's SPM tokenizer
+// agrees with): code points looked up as pieces with byte fallback, then
+// repeatedly the best-scoring adjacent pair is merged (leftmost on ties).
+// llama2.c rescans every pair after every merge (O(n^2)); here the candidate
+// pairs live in a priority queue over a linked list of symbols, and stale
+// candidates are discarded when popped, which yields the same merges in
+// O(n log n).
+#include "core/model/tokenizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <queue>
+
+#include "core/model/gguf.h"
+
+namespace prepack {
+
+namespace {
+
+constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";   // U+2581 "▁"
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";   // U+FFFD
+
+// ---- UTF-8 ------------------------------------------------------------------
+
+enum class Utf8Scan { kComplete, kIncomplete, kInvalid };
+
+// Examines the sequence starting at s[i] following the well-formed byte
+// sequences of Unicode Table 3-7 (which exclude overlongs, surrogates and
+// values above U+10FFFF). kComplete: `*len` is the sequence length.
+// kIncomplete: the bytes up to the end of `s` are a valid but unfinished
+// prefix. kInvalid: `*len` is the length of the maximal valid prefix (>= 1),
+// i.e. the bytes one U+FFFD replaces.
+Utf8Scan ScanUtf8(std::string_view s, size_t i, size_t* len) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;   // allowed range of the second byte
+    if (lead < 0x80) {
+        *len = 1;
+        return Utf8Scan::kComplete;
+    } else if (lead >= 0xC2 && lead <= 0xDF) {
+        n = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        n = 3;
+        if (lead == 0xE0) lo = 0xA0;        // overlong below U+0800
+        if (lead == 0xED) hi = 0x9F;        // surrogates U+D800..U+DFFF
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        n = 4;
+        if (lead == 0xF0) lo = 0x90;        // overlong below U+10000
+        if (lead == 0xF4) hi = 0x8F;        // above U+10FFFF
+    } else {
+        *len = 1;                           // C0, C1, F5..FF or a stray continuation
+        return Utf8Scan::kInvalid;
+    }
+    for (size_t k = 1; k < n; ++k) {
+        if (i + k >= s.size()) return Utf8Scan::kIncomplete;
+        const auto c = static_cast<unsigned char>(s[i + k]);
+        const bool ok = k == 1 ? (c >= lo && c <= hi) : (c >= 0x80 && c <= 0xBF);
+        if (!ok) {
+            *len = k;
+            return Utf8Scan::kInvalid;
+        }
+    }
+    *len = n;
+    return Utf8Scan::kComplete;
+}
+
+// Offset of the first byte that is not part of valid UTF-8, or npos.
+size_t FirstInvalidUtf8(std::string_view s) {
+    size_t i = 0;
+    while (i < s.size()) {
+        size_t len = 0;
+        if (ScanUtf8(s, i, &len) != Utf8Scan::kComplete) return i;
+        i += len;
+    }
+    return std::string_view::npos;
+}
+
+// ---- pieces -----------------------------------------------------------------
+
+// Parses a byte-token piece "<0xXX>" (either hex case); -1 when it is not one.
+int ParseByteToken(std::string_view piece) {
+    if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
+    auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+    };
+    const int h = hex(piece[3]), l = hex(piece[4]);
+    return (h < 0 || l < 0) ? -1 : h * 16 + l;
+}
+
+std::string ByteTokenPiece(int byte) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    return std::string{'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
+}
+
+// Replaces every occurrence of `from` in `s` with `to`.
+std::string ReplaceAll(std::string_view s, std::string_view from, std::string_view to) {
+    std::string out;
+    out.reserve(s.size());
+    size_t i = 0;
+    while (true) {
+        const size_t j = s.find(from, i);
+        out.append(s.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i));
+        if (j == std::string_view::npos) break;
+        out.append(to);
+        i = j + from.size();
+    }
+    return out;
+}
+
+bool IsTextType(TokenType t) {
+    return t == TokenType::kNormal || t == TokenType::kUserDefined;
+}
+
+// ---- synthetic vocabulary ---------------------------------------------------
+
+// Letters by rough English frequency, so the first (best-scoring) multi-letter
+// pieces look like common fragments ("ee", "et", "ea", ...).
+constexpr std::string_view kLetters = "etaoinshrdlcumwfgypbvkjxqz";
+
+// Calls `emit` with normal pieces in decreasing priority until it returns false:
+// "▁", the printable ASCII characters, "▁" + each of them, then every letter
+// string of length 2, 3, ... (in kLetters order), each bare and with "▁".
+template <typename Emit>
+void GenerateSyntheticPieces(Emit emit) {
+    if (!emit(std::string(kSpaceMarker))) return;
+    for (char c = '!'; c <= '~'; ++c) {
+        if (!emit(std::string(1, c))) return;
+    }
+    for (char c = '!'; c <= '~'; ++c) {
+        if (!emit(std::string(kSpaceMarker) + c)) return;
+    }
+    for (size_t len = 2;; ++len) {
+        std::vector<size_t> digits(len, 0);   // an odometer over kLetters
+        while (true) {
+            std::string s(len, ' ');
+            for (size_t k = 0; k < len; ++k) s[k] = kLetters[digits[k]];
+            if (!emit(s) || !emit(std::string(kSpaceMarker) + s)) return;
+            size_t k = len;
+            while (k > 0 && ++digits[k - 1] == kLetters.size()) digits[--k] = 0;
+            if (k == 0) break;
+        }
+    }
+}
+
+// ---- BPE merging ------------------------------------------------------------
+
+struct Symbol {
+    int32_t id;
+    int32_t prev;   // index into the symbol array, -1 at the ends
+    int32_t next;
+    bool    alive;
+};
+
+// A mergeable adjacent pair as it was when queued; it is stale when popped if
+// either side has since been merged away or changed.
+struct Candidate {
+    float   score;
+    int32_t left;      // symbol index; also the tie-break: lower is further left
+    int32_t right;
+    int32_t left_id;
+    int32_t right_id;
+    int32_t merged_id;
+};
+
+struct CandidateOrder {
+    // priority_queue pops the greatest: highest score, then leftmost.
+    bool operator()(const Candidate& a, const Candidate& b) const {
+        if (a.score != b.score) return a.score < b.score;
+        return a.left > b.left;
+    }
+};
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view s) { return FirstInvalidUtf8(s) == std::string_view::npos; }
+
+// ---- construction -----------------------------------------------------------
+
+namespace {
+
+absl::Status CheckSpecialId(const char* what, int64_t id, size_t vocab) {
+    if (id < 0 || static_cast<uint64_t>(id) >= vocab) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tokenizer: ", what, " id ", id, " is out of range for a vocabulary of ", vocab));
+    }
+    return absl::OkStatus();
+}
+
+// Reads an optional token id stored as any unsigned integer type.
+absl::Status ReadOptionalId(const GgufFile& file, const char* key, int64_t* id) {
+    if (!file.Has(key)) return absl::OkStatus();
+    PP_ASSIGN_OR_RETURN(uint64_t v, file.GetUint(key));
+    if (v > static_cast<uint64_t>(INT32_MAX)) {
+        return absl::InvalidArgumentError(absl::StrCat("tokenizer: ", key, " ", v, " is out of range"));
+    }
+    *id = static_cast<int64_t>(v);
+    return absl::OkStatus();
+}
+
+absl::Status ReadOptionalBool(const GgufFile& file, const char* key, bool* value) {
+    if (!file.Has(key)) return absl::OkStatus();
+    PP_ASSIGN_OR_RETURN(*value, file.GetBool(key));
+    return absl::OkStatus();
+}
+
+// Types for a vocabulary that stores none: byte tokens are recognisable by
+// their spelling, and the special ids must not decode as text.
+std::vector<int32_t> InferTypes(const std::vector<std::string>& pieces,
+                                int64_t bos_id, int64_t eos_id, int64_t unk_id) {
+    std::vector<int32_t> types(pieces.size());
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        types[i] = static_cast<int32_t>(
+            ParseByteToken(pieces[i]) >= 0 ? TokenType::kByte : TokenType::kNormal);
+    }
+    types[bos_id] = static_cast<int32_t>(TokenType::kControl);
+    types[eos_id] = static_cast<int32_t>(TokenType::kControl);
+    types[unk_id] = static_cast<int32_t>(TokenType::kUnknown);
+    return types;
+}
+
+}  // namespace
+
+absl::StatusOr<Tokenizer> Tokenizer::FromPieces(std::vector<std::string> pieces,
+                                                std::vector<float> scores,
+                                                std::vector<int32_t> types,
+                                                int32_t bos_id, int32_t eos_id, int32_t unk_id) {
+    return Assemble(std::move(pieces), std::move(scores), std::move(types), bos_id, eos_id, unk_id,
+                    /*add_bos=*/true, /*add_space_prefix=*/true);
+}
+
+absl::StatusOr<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
+    PP_ASSIGN_OR_RETURN(std::string model, file.GetString("tokenizer.ggml.model"));
+    if (model != "llama") {
+        return absl::InvalidArgumentError(absl::StrCat("unsupported tokenizer model '", model, "'"));
+    }
+    PP_ASSIGN_OR_RETURN(std::vector<std::string> pieces, file.GetStringArray("tokenizer.ggml.tokens"));
+    std::vector<float> scores;
+    if (file.Has("tokenizer.ggml.scores")) {
+        PP_ASSIGN_OR_RETURN(scores, file.GetFloatArray("tokenizer.ggml.scores"));
+    }
+    std::vector<int32_t> types;
+    if (file.Has("tokenizer.ggml.token_type")) {
+        PP_ASSIGN_OR_RETURN(types, file.GetInt32Array("tokenizer.ggml.token_type"));
+    }
+    int64_t bos = 1, eos = 2, unk = 0;
+    PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.bos_token_id", &bos));
+    PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.eos_token_id", &eos));
+    PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.unknown_token_id", &unk));
+    bool add_bos = true, add_space_prefix = true;
+    PP_RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_bos_token", &add_bos));
+    PP_RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_space_prefix", &add_space_prefix));
+    return Assemble(std::move(pieces), std::move(scores), std::move(types), bos, eos, unk,
+                    add_bos, add_space_prefix);
+}
+
+absl::StatusOr<Tokenizer> Tokenizer::Synthetic(int vocab_size) {
+    constexpr int kFixed = 3 + 256;   // <unk>, <s>, </s>, byte tokens
+    if (vocab_size < kFixed + 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "synthetic vocabulary needs at least ", kFixed + 1, " entries, got ", vocab_size));
+    }
+    const auto n = static_cast<size_t>(vocab_size);
+    std::vector<std::string> pieces;
+    std::vector<float> scores;
+    std::vector<int32_t> types;
+    pieces.reserve(n);
+    scores.reserve(n);
+    types.reserve(n);
+    auto add = [&](std::string piece, float score, TokenType type) {
+        pieces.push_back(std::move(piece));
+        scores.push_back(score);
+        types.push_back(static_cast<int32_t>(type));
+    };
+    add("<unk>", 0.0f, TokenType::kUnknown);
+    add("<s>", 0.0f, TokenType::kControl);
+    add("</s>", 0.0f, TokenType::kControl);
+    for (int b = 0; b < 256; ++b) add(ByteTokenPiece(b), 0.0f, TokenType::kByte);
+    GenerateSyntheticPieces([&](std::string piece) {
+        const auto rank = static_cast<float>(pieces.size() - kFixed + 1);   // 1, 2, 3, ...
+        add(std::move(piece), -rank, TokenType::kNormal);
+        return pieces.size() < n;
+    });
+    return Assemble(std::move(pieces), std::move(scores), std::move(types), 1, 2, 0,
+                    /*add_bos=*/true, /*add_space_prefix=*/true);
+}
+
+absl::StatusOr<Tokenizer> Tokenizer::Assemble(std::vector<std::string> pieces,
+                                              std::vector<float> scores,
+                                              std::vector<int32_t> types,
+                                              int64_t bos_id, int64_t eos_id, int64_t unk_id,
+                                              bool add_bos, bool add_space_prefix) {
+    const size_t n = pieces.size();
+    if (n == 0) return absl::InvalidArgumentError("tokenizer: the vocabulary is empty");
+    if (n > static_cast<size_t>(INT32_MAX)) {
+        return absl::InvalidArgumentError(absl::StrCat("tokenizer: vocabulary of ", n, " is too large"));
+    }
+    if (scores.empty()) scores.assign(n, 0.0f);
+    if (scores.size() != n) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tokenizer: ", scores.size(), " scores for ", n, " tokens"));
+    }
+    if (!types.empty() && types.size() != n) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tokenizer: ", types.size(), " token types for ", n, " tokens"));
+    }
+    PP_RETURN_IF_ERROR(CheckSpecialId("BOS", bos_id, n));
+    PP_RETURN_IF_ERROR(CheckSpecialId("EOS", eos_id, n));
+    PP_RETURN_IF_ERROR(CheckSpecialId("unknown-token", unk_id, n));
+    if (types.empty()) types = InferTypes(pieces, bos_id, eos_id, unk_id);
+
+    Tokenizer tok;
+    tok.types_.reserve(n);
+    tok.piece_to_id_.reserve(n);
+    std::fill(std::begin(tok.byte_ids_), std::end(tok.byte_ids_), -1);
+    for (size_t i = 0; i < n; ++i) {
+        const auto id = static_cast<int32_t>(i);
+        if (types[i] < static_cast<int32_t>(TokenType::kNormal) ||
+            types[i] > static_cast<int32_t>(TokenType::kByte)) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "tokenizer: token ", id, " has unknown type ", types[i]));
+        }
+        // NaN would break the merge order (no pair could be ranked against it).
+        if (std::isnan(scores[i])) {
+            return absl::InvalidArgumentError(absl::StrCat("tokenizer: token ", id, " has a NaN score"));
+        }
+        const auto type = static_cast<TokenType>(types[i]);
+        tok.types_.push_back(type);
+        auto [it, inserted] = tok.piece_to_id_.emplace(pieces[i], id);
+        if (!inserted) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "tokenizer: duplicate piece '", pieces[i], "' at ids ", it->second, " and ", id));
+        }
+        if (type == TokenType::kByte) {
+            const int b = ParseByteToken(pieces[i]);
+            if (b < 0) {
+                return absl::InvalidArgumentError(absl::StrCat(
+                    "tokenizer: byte token ", id, " is spelled '", pieces[i], "', expected <0xXX>"));
+            }
+            if (tok.byte_ids_[b] >= 0) {
+                return absl::InvalidArgumentError(absl::StrCat(
+                    "tokenizer: byte ", b, " has two tokens, ", tok.byte_ids_[b], " and ", id));
+            }
+            tok.byte_ids_[b] = id;
+        }
+    }
+    tok.pieces_ = std::move(pieces);
+    tok.scores_ = std::move(scores);
+    tok.bos_id_ = static_cast<int32_t>(bos_id);
+    tok.eos_id_ = static_cast<int32_t>(eos_id);
+    tok.unk_id_ = static_cast<int32_t>(unk_id);
+    tok.add_bos_ = add_bos;
+    tok.add_space_prefix_ = add_space_prefix;
+    return tok;
+}
+
+// ---- encoding ---------------------------------------------------------------
+
+int32_t Tokenizer::LookupText(const std::string& piece) const {
+    // Only text pieces take part: user input spelling "<0x41>" or "<s>" must
+    // stay literal text, never turn into a byte or control token. (llama2.c
+    // does not check types, but for real vocabularies no merge of text pieces
+    // spells a non-text piece, so the results agree.)
+    const auto it = piece_to_id_.find(piece);
+    if (it == piece_to_id_.end() || !IsTextType(types_[it->second])) return -1;
+    return it->second;
+}
+
+std::vector<int32_t> Tokenizer::InitialSymbols(std::string_view normalized) const {
+    std::vector<int32_t> ids;
+    ids.reserve(normalized.size());
+    size_t i = 0;
+    while (i < normalized.size()) {
+        size_t len = 1;
+        ScanUtf8(normalized, i, &len);   // input was validated: always complete
+        const std::string cp(normalized.substr(i, len));
+        const int32_t id = LookupText(cp);
+        if (id >= 0) {
+            ids.push_back(id);
+        } else {
+            for (unsigned char b : cp) ids.push_back(byte_ids_[b] >= 0 ? byte_ids_[b] : unk_id_);
+        }
+        i += len;
+    }
+    return ids;
+}
+
+std::vector<int32_t> Tokenizer::MergePairs(const std::vector<int32_t>& initial) const {
+    const auto n = static_cast<int32_t>(initial.size());
+    std::vector<Symbol> sym(initial.size());
+    for (int32_t i = 0; i < n; ++i) sym[i] = Symbol{initial[i], i - 1, i + 1 < n ? i + 1 : -1, true};
+
+    std::priority_queue<Candidate, std::vector<Candidate>, CandidateOrder> queue;
+    std::string key;   // reused buffer for concatenated pieces
+    auto consider = [&](int32_t left, int32_t right) {
+        if (left < 0 || right < 0) return;
+        key.assign(pieces_[sym[left].id]);
+        key.append(pieces_[sym[right].id]);
+        const int32_t merged = LookupText(key);
+        if (merged < 0) return;
+        queue.push(Candidate{scores_[merged], left, right, sym[left].id, sym[right].id, merged});
+    };
+    for (int32_t i = 0; i + 1 < n; ++i) consider(i, i + 1);
+
+    while (!queue.empty()) {
+        const Candidate c = queue.top();
+        queue.pop();
+        Symbol& l = sym[c.left];
+        Symbol& r = sym[c.right];
+        // Stale if either side died or was rewritten by another merge since
+        // this pair was queued; its current form (if mergeable) is queued too.
+        if (!l.alive || !r.alive || l.next != c.right || l.id != c.left_id || r.id != c.right_id) continue;
+        l.id = c.merged_id;
+        l.next = r.next;
+        if (r.next >= 0) sym[r.next].prev = c.left;
+        r.alive = false;
+        consider(l.prev, c.left);
+        consider(c.left, l.next);
+    }
+
+    std::vector<int32_t> out;
+    out.reserve(initial.size());
+    // Symbol 0 heads the list for good: a merge always keeps its left symbol.
+    for (int32_t i = n > 0 ? 0 : -1; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
+    return out;
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add_bos) const {
+    const size_t bad = FirstInvalidUtf8(text);
+    if (bad != std::string_view::npos) {
+        return absl::InvalidArgumentError(absl::StrCat("text is not valid UTF-8 at byte ", bad));
+    }
+    std::vector<int32_t> ids;
+    if (add_bos) ids.push_back(bos_id_);
+    if (text.empty()) return ids;   // no dummy prefix for empty text, as llama2.c
+
+    // Symbols are indexed with int32; no sensible prompt comes near this.
+    if (text.size() > static_cast<size_t>(INT32_MAX) / 4) {
+        return absl::InvalidArgumentError(absl::StrCat("text of ", text.size(), " bytes is too long to encode"));
+    }
+    std::string normalized;
+    if (add_space_prefix_) normalized.append(kSpaceMarker);
+    normalized.append(ReplaceAll(text, " ", kSpaceMarker));
+    const std::vector<int32_t> merged = MergePairs(InitialSymbols(normalized));
+    ids.insert(ids.end(), merged.begin(), merged.end());
+    return ids;
+}
+
+// ---- decoding ---------------------------------------------------------------
+
+bool Tokenizer::IsControl(int32_t id) const {
+    return id >= 0 && id < vocab_size() && types_[id] == TokenType::kControl;
+}
+
+std::string Tokenizer::TokenBytes(int32_t id, bool after_bos) const {
+    if (id < 0 || id >= vocab_size()) return "";
+    switch (types_[id]) {
+        case TokenType::kByte:
+            // Byte tokens are raw bytes, never the dummy prefix (that is "▁").
+            return std::string(1, static_cast<char>(ParseByteToken(pieces_[id])));
+        case TokenType::kNormal:
+        case TokenType::kUserDefined: {
+            std::string text = ReplaceAll(pieces_[id], kSpaceMarker, " ");
+            if (after_bos && add_space_prefix_ && !text.empty() && text[0] == ' ') text.erase(0, 1);
+            return text;
+        }
+        default:
+            return "";   // control, unknown and unused tokens print nothing
+    }
+}
+
+namespace {
+
+// Shared by Decode and StreamDecoder so both apply the same dummy-prefix
+// rule: at the start and after every BOS, the first token that contributes
+// bytes loses its leading space. Updates `*first`; returns the token's bytes.
+std::string NextTokenBytes(const Tokenizer& tok, int32_t id, bool* first) {
+    if (id == tok.bos_id()) {
+        *first = true;
+        return "";
+    }
+    std::string bytes = tok.TokenBytes(id, *first);
+    // A lone "▁" is "" once its dummy space is dropped, yet it still was the
+    // first piece; so ask whether the token has any bytes of its own.
+    if (*first && (!bytes.empty() || !tok.TokenBytes(id, false).empty())) *first = false;
+    return bytes;
+}
+
+}  // namespace
+
+std::string Tokenizer::Decode(const std::vector<int32_t>& ids) const {
+    std::string out;
+    bool first = true;
+    for (int32_t id : ids) out += NextTokenBytes(*this, id, &first);
+    return out;
+}
+
+// ---- streaming --------------------------------------------------------------
+
+std::string StreamDecoder::Push(int32_t id) {
+    pending_ += NextTokenBytes(*tok_, id, &first_);
+    // Emit every complete code point, U+FFFD for each invalid sequence, and
+    // keep a trailing unfinished sequence for the next token to complete.
+    std::string out;
+    size_t i = 0;
+    while (i < pending_.size()) {
+        size_t len = 0;
+        const Utf8Scan scan = ScanUtf8(pending_, i, &len);
+        if (scan == Utf8Scan::kIncomplete) break;
+        if (scan == Utf8Scan::kComplete) {
+            out.append(pending_, i, len);
+        } else {
+            out.append(kReplacement);
+        }
+        i += len;
+    }
+    pending_.erase(0, i);
+    return out;
+}
+
+std::string StreamDecoder::Flush() {
+    // Whatever is held back is an unfinished sequence that can no longer complete.
+    std::string out = pending_.empty() ? "" : std::string(kReplacement);
+    pending_.clear();
+    first_ = true;
+    return out;
+}
+
+}  // namespace prepack

@@ -1,0 +1,261 @@
+#include "core/model/weights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/model/gguf.h"
+#include "core/base/runtime.h"
+#include "kernels/cpu/bf16.h"
+
+namespace prepack {
+namespace {
+
+// Where a tensor lives: an element offset into the f32 storage, or into the
+// bf16 storage (matrices when the dtype is bf16).
+struct Slot {
+    size_t at = 0;
+    bool   bf16 = false;
+
+    Slot operator+(size_t elements) const { return {at + elements, bf16}; }
+};
+
+// Every tensor's slot inside the two storage blocks.
+struct Layout {
+    struct Layer {
+        Slot attn_norm, wqkv, wo, ffn_norm, w_gate_up, w_down;
+    };
+    Slot token_embd, output_norm, output;
+    size_t f32_total = 0, bf16_total = 0;
+    std::vector<Layer> layers;
+};
+
+Layout MakeLayout(const ModelConfig& c, cpu::DType dtype) {
+    Layout l;
+    // Keep each tensor 64-byte aligned (a multiple of 32 elements of either type).
+    auto take = [&l](size_t n, bool bf16) {
+        size_t& at = bf16 ? l.bf16_total : l.f32_total;
+        const Slot slot{at, bf16};
+        at += (n + 31) / 32 * 32;
+        return slot;
+    };
+    const bool half = dtype == cpu::DType::kBf16;
+    auto vec = [&](size_t n) { return take(n, false); };
+    auto mat = [&](size_t n) { return take(n, half); };
+    const size_t d = c.dim, h = c.hidden_dim, v = c.vocab_size;
+    l.token_embd = mat(v * d);
+    l.output_norm = vec(d);
+    l.output = c.tied_output ? l.token_embd : mat(v * d);
+    for (int i = 0; i < c.n_layers; ++i) {
+        Layout::Layer y;
+        y.attn_norm = vec(d);
+        y.wqkv = mat(static_cast<size_t>(c.qkv_dim()) * d);
+        y.wo = mat(d * c.q_dim());
+        y.ffn_norm = vec(d);
+        y.w_gate_up = mat(2 * h * d);
+        y.w_down = mat(d * h);
+        l.layers.push_back(y);
+    }
+    return l;
+}
+
+// Owns the storage while tensors are written into it: f32 values go
+// straight to their slot, or through a scratch row block rounded to bf16.
+class Storage {
+public:
+    explicit Storage(const Layout& l) : f32_(l.f32_total), bf16_(l.bf16_total) {}
+
+    // Where to write `n` f32 values of the tensor at `slot`; Commit() after.
+    float* Begin(const Slot& slot, size_t n) {
+        if (!slot.bf16) return f32_.data() + slot.at;
+        scratch_.resize(n);
+        return scratch_.data();
+    }
+    void Commit(const Slot& slot, size_t n) {
+        if (!slot.bf16) return;
+        uint16_t* dst = bf16_.data() + slot.at;
+        const float* src = scratch_.data();
+        constexpr size_t kPiece = 1 << 16;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i += kPiece) cpu::F32ToBf16Row(src + i, dst + i, std::min(kPiece, n - i));
+    }
+
+    ModelWeights Bind(const ModelConfig& c, const Layout& l, cpu::DType dtype) && {
+        ModelWeights w;
+        w.dtype = dtype;
+        w.storage = std::move(f32_);
+        w.bf16_storage = std::move(bf16_);
+        const float* f = w.storage.data();
+        const uint16_t* b = w.bf16_storage.data();
+        auto matrix = [&](const Slot& s) { return s.bf16 ? cpu::Matrix{nullptr, b + s.at} : cpu::Matrix{f + s.at, nullptr}; };
+        w.token_embd = matrix(l.token_embd);
+        w.output_norm = f + l.output_norm.at;
+        w.output = matrix(l.output);
+        for (int i = 0; i < c.n_layers; ++i) {
+            const Layout::Layer& y = l.layers[i];
+            w.layers.push_back({f + y.attn_norm.at, matrix(y.wqkv), matrix(y.wo), f + y.ffn_norm.at,
+                                matrix(y.w_gate_up), matrix(y.w_down)});
+        }
+        return w;
+    }
+
+private:
+    AlignedFloats          f32_;
+    AlignedArray<uint16_t> bf16_;
+    std::vector<float>     scratch_;
+};
+
+absl::Status CheckMemory(const ModelConfig& c, cpu::DType dtype) {
+    const uint64_t need = WeightBytes(c, dtype);
+    const uint64_t avail = AvailableMemoryBytes();
+    if (avail != 0 && need > avail / 10 * 9) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            c.name, " needs ", need >> 20, " MiB of ", cpu::DTypeName(dtype), " weights but only ", avail >> 20,
+            " MiB of memory is available", dtype == cpu::DType::kF32 ? " (bf16 weights take half)" : ""));
+    }
+    return absl::OkStatus();
+}
+
+std::string ShapeString(const std::vector<uint64_t>& ne) {
+    std::string s = "[";
+    for (size_t i = 0; i < ne.size(); ++i) absl::StrAppend(&s, i ? ", " : "", ne[i]);
+    return s + "]";
+}
+
+// Finds `name` and checks its dims (ggml order: in_features first).
+absl::StatusOr<const GgufTensor*> CheckTensor(const GgufFile& f, const std::string& name,
+                                              const std::vector<uint64_t>& want) {
+    const GgufTensor* t = f.FindTensor(name);
+    if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat("missing tensor '", name, "'"));
+    if (t->ne != want) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has shape ",
+                                                       ShapeString(t->ne), ", expected ",
+                                                       ShapeString(want)));
+    }
+    return t;
+}
+
+// Converts a checked tensor to f32 and stores it at `slot`.
+absl::Status CopyTensor(const GgufTensor& t, const Slot& slot, Storage& storage) {
+    const uint64_t row = t.ne[0];
+    const uint64_t rows = t.n_elements() / row;
+    PP_ASSIGN_OR_RETURN(uint64_t row_bytes, GgmlTypeBytes(t.type, row));
+    float* dst = storage.Begin(slot, t.n_elements());
+#pragma omp parallel for schedule(static)
+    for (uint64_t r = 0; r < rows; ++r) {
+        DequantizeRow(t.type, t.data + r * row_bytes, dst + r * row, row);
+    }
+    storage.Commit(slot, t.n_elements());
+    return absl::OkStatus();
+}
+
+// SplitMix64 of (seed, tensor, index): a counter-based generator, so weights
+// can be produced in parallel and still be the same for every thread count.
+inline uint64_t Mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// Uniform in [-scale, scale].
+void FillUniform(Storage& storage, const Slot& slot, size_t n, float scale, uint64_t seed, uint64_t tensor_id) {
+    float* dst = storage.Begin(slot, n);
+    const uint64_t key = Mix(seed ^ Mix(tensor_id));
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; ++i) {
+        const uint64_t r = Mix(key + i);
+        const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);   // [0,1)
+        dst[i] = (2.0f * u - 1.0f) * scale;
+    }
+    storage.Commit(slot, n);
+}
+
+void FillConstant(Storage& storage, const Slot& slot, size_t n, float value) {
+    float* dst = storage.Begin(slot, n);
+    for (size_t i = 0; i < n; ++i) dst[i] = value;
+    storage.Commit(slot, n);
+}
+
+}  // namespace
+
+uint64_t WeightBytes(const ModelConfig& c, cpu::DType dtype) {
+    const Layout l = MakeLayout(c, dtype);
+    return l.f32_total * sizeof(float) + l.bf16_total * sizeof(uint16_t);
+}
+
+absl::StatusOr<cpu::DType> ParseDType(const std::string& name) {
+    if (name == "f32") return cpu::DType::kF32;
+    if (name == "bf16") return cpu::DType::kBf16;
+    return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "' (expected f32 or bf16)"));
+}
+
+absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& f, const ModelConfig& c, cpu::DType dtype) {
+    PP_RETURN_IF_ERROR(c.Validate());
+    const Layout l = MakeLayout(c, dtype);
+    const uint64_t d = c.dim, h = c.hidden_dim, v = c.vocab_size, q = c.q_dim(), kv = c.kv_dim();
+    // Every tensor: name, dims and where it goes in the storage.
+    struct Part {
+        std::string           name;
+        std::vector<uint64_t> want;
+        Slot                  at;
+    };
+    std::vector<Part> parts = {{"token_embd.weight", {d, v}, l.token_embd}, {"output_norm.weight", {d}, l.output_norm}};
+    if (!c.tied_output) parts.push_back({"output.weight", {d, v}, l.output});
+    for (int i = 0; i < c.n_layers; ++i) {
+        const std::string p = absl::StrCat("blk.", i, ".");
+        const Layout::Layer& y = l.layers[i];
+        parts.push_back({p + "attn_norm.weight", {d}, y.attn_norm});
+        parts.push_back({p + "attn_q.weight", {d, q}, y.wqkv});
+        parts.push_back({p + "attn_k.weight", {d, kv}, y.wqkv + q * d});
+        parts.push_back({p + "attn_v.weight", {d, kv}, y.wqkv + (q + kv) * d});
+        parts.push_back({p + "attn_output.weight", {q, d}, y.wo});
+        parts.push_back({p + "ffn_norm.weight", {d}, y.ffn_norm});
+        parts.push_back({p + "ffn_gate.weight", {d, h}, y.w_gate_up});
+        parts.push_back({p + "ffn_up.weight", {d, h}, y.w_gate_up + h * d});
+        parts.push_back({p + "ffn_down.weight", {h, d}, y.w_down});
+    }
+    // Check every tensor before allocating: the storage size comes from the
+    // file's metadata, so a tiny hostile file claiming a huge shape must be
+    // refused here, not after allocating (up to 90% of) the machine's memory.
+    std::vector<const GgufTensor*> found;
+    for (const Part& p : parts) {
+        PP_ASSIGN_OR_RETURN(const GgufTensor* t, CheckTensor(f, p.name, p.want));
+        found.push_back(t);
+    }
+    PP_RETURN_IF_ERROR(CheckMemory(c, dtype));   // a real model too large for this machine
+    Storage storage(l);
+    for (size_t i = 0; i < parts.size(); ++i) PP_RETURN_IF_ERROR(CopyTensor(*found[i], parts[i].at, storage));
+    return std::move(storage).Bind(c, l, dtype);
+}
+
+absl::StatusOr<ModelWeights> SyntheticWeights(const ModelConfig& c, uint64_t seed, cpu::DType dtype) {
+    PP_RETURN_IF_ERROR(c.Validate());
+    PP_RETURN_IF_ERROR(CheckMemory(c, dtype));
+    const Layout l = MakeLayout(c, dtype);
+    Storage storage(l);
+    const size_t d = c.dim, h = c.hidden_dim, v = c.vocab_size;
+    // Uniform(-a, a) has variance a^2/3: a = sqrt(3 / fan_in) gives unit-gain
+    // projections; residual branches are damped by 1/sqrt(2 * n_layers) so the
+    // residual stream's scale stays bounded however deep the model is.
+    const float unit_d = std::sqrt(3.0f / d);
+    const float unit_q = std::sqrt(3.0f / c.q_dim());
+    const float unit_h = std::sqrt(3.0f / h);
+    const float damp = 1.0f / std::sqrt(2.0f * c.n_layers);
+    uint64_t id = 0;
+    FillUniform(storage, l.token_embd, v * d, std::sqrt(3.0f), seed, id++);
+    FillConstant(storage, l.output_norm, d, 1.0f);
+    if (!c.tied_output) FillUniform(storage, l.output, v * d, unit_d, seed, id++);
+    for (int i = 0; i < c.n_layers; ++i) {
+        const Layout::Layer& y = l.layers[i];
+        FillConstant(storage, y.attn_norm, d, 1.0f);
+        FillConstant(storage, y.ffn_norm, d, 1.0f);
+        FillUniform(storage, y.wqkv, static_cast<size_t>(c.qkv_dim()) * d, unit_d, seed, id++);
+        FillUniform(storage, y.wo, d * c.q_dim(), unit_q * damp, seed, id++);
+        FillUniform(storage, y.w_gate_up, 2 * h * d, unit_d, seed, id++);
+        FillUniform(storage, y.w_down, d * h, unit_h * damp, seed, id++);
+    }
+    return std::move(storage).Bind(c, l, dtype);
+}
+
+}  // namespace prepack

@@ -1,0 +1,61 @@
+// Model weights in the layout the forward pass wants: GGUF tensors of any
+// supported type are converted once at load, matrices to f32 or bf16 (the
+// dtype asked for), norm vectors always to f32; matrices that are applied to
+// the same input are fused (Q|K|V, gate|up) so each layer runs 4 GEMMs
+// instead of 7.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/base/aligned_buffer.h"
+#include "core/model/model_config.h"
+#include "core/base/status.h"
+#include "kernels/cpu/matrix.h"
+
+namespace prepack {
+
+class GgufFile;
+
+// All matrices are row-major [out_features, in_features], i.e. y = W x.
+struct LayerWeights {
+    const float* attn_norm;   // [dim]
+    cpu::Matrix  wqkv;        // [q_dim + 2*kv_dim, dim]: Q rows, then K rows, then V rows
+    cpu::Matrix  wo;          // [dim, q_dim]
+    const float* ffn_norm;    // [dim]
+    cpu::Matrix  w_gate_up;   // [2*hidden, dim]: gate (w1) rows, then up (w3) rows
+    cpu::Matrix  w_down;      // [dim, hidden]
+};
+
+struct ModelWeights {
+    cpu::Matrix  token_embd;   // [vocab, dim]
+    const float* output_norm;  // [dim]
+    cpu::Matrix  output;       // [vocab, dim]; equals token_embd when tied
+    std::vector<LayerWeights> layers;
+    cpu::DType   dtype = cpu::DType::kF32;   // of the matrices
+
+    AlignedFloats            storage;        // owns the f32 tensors above
+    AlignedArray<uint16_t>   bf16_storage;   // and the bf16 ones
+};
+
+// Converts and fuses the llama tensors of `file`. Every tensor's presence,
+// rank and dims are checked against `config` first (INVALID_ARGUMENT naming
+// the tensor and both shapes).
+absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig& config,
+                                         cpu::DType dtype = cpu::DType::kF32);
+
+// Deterministic pseudo-random weights for `config` (same seed, same weights),
+// scaled so activations stay O(1) through any number of layers.
+// RESOURCE_EXHAUSTED when they would not fit in available memory.
+// In bf16 they are the f32 weights rounded.
+absl::StatusOr<ModelWeights> SyntheticWeights(const ModelConfig& config, uint64_t seed,
+                                              cpu::DType dtype = cpu::DType::kF32);
+
+// Bytes the weights of `config` occupy with matrices in `dtype`.
+uint64_t WeightBytes(const ModelConfig& config, cpu::DType dtype = cpu::DType::kF32);
+
+// "f32" or "bf16" (INVALID_ARGUMENT naming the choices otherwise).
+absl::StatusOr<cpu::DType> ParseDType(const std::string& name);
+
+}  // namespace prepack

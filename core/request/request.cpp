@@ -1,0 +1,38 @@
+#include "core/request/request.h"
+
+namespace prepack {
+
+const char* FinishReasonName(FinishReason r) {
+    switch (r) {
+        case FinishReason::kStop: return "stop";
+        case FinishReason::kLength: return "length";
+        case FinishReason::kEos: return "eos";
+        case FinishReason::kCancelled: return "cancelled";
+        case FinishReason::kError: return "error";
+    }
+    return "unknown";
+}
+
+absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std::string& prompt,
+                                                   const std::vector<int32_t>& prompt_tokens, bool add_bos) {
+    const ModelConfig& c = model.config();
+    std::vector<int32_t> ids = prompt_tokens;
+    if (ids.empty()) {
+        if (prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
+        PP_ASSIGN_OR_RETURN(ids, model.tokenizer().Encode(prompt, add_bos));
+    }
+    for (int32_t id : ids) {
+        if (id < 0 || id >= c.vocab_size) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "prompt token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
+        }
+    }
+    if (static_cast<int64_t>(ids.size()) >= c.max_context) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "prompt has ", ids.size(), " tokens but the model's context is ", c.max_context,
+            " tokens (room is needed for at least one generated token)"));
+    }
+    return ids;
+}
+
+}  // namespace prepack

@@ -1,0 +1,70 @@
+// What a caller asks the engine for, and what the engine streams back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/model/model.h"
+#include "core/request/sampler.h"
+
+namespace prepack {
+
+// Why generation ended: a stop string, max tokens / end of context, the
+// model's EOS, a cancellation, or an error (the accompanying status says which).
+enum class FinishReason { kStop, kLength, kEos, kCancelled, kError };
+const char* FinishReasonName(FinishReason r);
+
+// The prompt's token ids: `prompt_tokens` as given, else `prompt` encoded.
+// INVALID_ARGUMENT for an empty prompt, invalid UTF-8, ids outside the
+// vocabulary, or a prompt that leaves no room in the context.
+absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std::string& prompt,
+                                                   const std::vector<int32_t>& prompt_tokens, bool add_bos);
+
+struct Request {
+    std::string              prompt;          // used when prompt_tokens is empty
+    std::vector<int32_t>     prompt_tokens;   // ids, taken as given (no BOS added)
+    bool                     add_bos = true;
+    int32_t                  max_tokens = 128;
+    SamplingParams           sampling;
+    std::vector<std::string> stop;
+    bool                     ignore_eos = false;
+    int64_t                  deadline_ms = 0;   // wall-clock budget from submission; 0 = none
+    int32_t                  logprobs = 0;      // most likely alternatives to report per token (0..kMaxLogprobs)
+    // LazyLLM pruning of the prompt. The schedule is text ("L1:K1,..."),
+    // checked against the model at submission; empty = the default.
+    bool                     lazy = false;
+    std::string              lazy_schedule;
+    float                    lazy_keep_ratio = 0.0f;   // when lazy_schedule is empty: see ResolveLazySchedule
+};
+
+constexpr int32_t kMaxLogprobs = 20;
+
+struct Usage {
+    int32_t prompt_tokens = 0;
+    int32_t completion_tokens = 0;
+    double  queue_seconds = 0.0;        // submitted -> first scheduled
+    double  time_to_first_token = 0.0;  // submitted -> first token
+    double  total_seconds = 0.0;        // submitted -> finished
+    int32_t cached_prompt_tokens = 0;   // prompt tokens whose KV came from a shared prefix (not computed)
+    double  pruned_fraction = 0.0;      // LazyLLM: fraction of the prompt's token-layers skipped by its prefill
+    std::vector<double> prompt_layer_fractions;   // LazyLLM: per layer, fraction of prompt tokens computed
+};
+
+struct Event {
+    enum class Kind { kToken, kFinish };
+    Kind kind = Kind::kToken;
+    // kToken
+    int32_t     token = -1;
+    std::string text;        // complete UTF-8; may be empty while a stop string or code point is pending
+    float       logprob = 0.0f;                        // log p(token) under the model
+    std::vector<std::pair<int32_t, float>> top_logprobs;   // Request::logprobs best (id, log p), best first
+    // kFinish
+    FinishReason finish_reason = FinishReason::kLength;
+    absl::Status status;     // OK, or why the request ended early (CANCELLED, DEADLINE_EXCEEDED, ...)
+    Usage        usage;
+};
+
+}  // namespace prepack
