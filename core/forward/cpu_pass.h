@@ -48,7 +48,7 @@ private:
     void PlanAttention(const StepPlan& plan);
     void Attention(int32_t layer);
     void Logits(const StepPlan& plan, StepOutput* out);
-    // LazyLLM (forward_lazy.cpp, deciding through core/lazyllm/lazy_prune.h).
+    // LazyLLM (cpu_pass_lazy.cpp, deciding through core/lazyllm/lazy_prune.h).
     // The last token's head-averaged attention over each pruning sequence's keys.
     void ScoreLastQueries(const StepPlan& plan, int32_t layer);
     // Drops the rows of tokens scored out (their hidden states to the aux

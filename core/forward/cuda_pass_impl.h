@@ -1,6 +1,6 @@
 // Inside the CUDA forward pass (core/forward/cuda_pass.h), shared by its three
-// files: forward_cuda.cpp (weights, the layer loop), forward_cuda_rows.cpp
-// (each step's row metadata for the kernels) and forward_cuda_lazy.cpp
+// files: cuda_pass.cpp (weights, the layer loop), cuda_pass_rows.cpp
+// (each step's row metadata for the kernels) and cuda_pass_lazy.cpp
 // (LazyLLM scoring and pruning).
 #pragma once
 
@@ -80,12 +80,12 @@ struct CudaForwardPass::Impl {
 
     absl::Status UploadWeights();
     absl::Status Run(const StepPlan& plan, StepOutput* out);
-    // forward_cuda_rows.cpp: the metadata of the current rows (and each
+    // cuda_pass_rows.cpp: the metadata of the current rows (and each
     // sequence's first logits row into out->first_row).
     CudaStepMeta PlanRows(const StepPlan& plan, StepOutput* out) const;
     // Uploads `m` and sizes the activations for its rows.
     absl::Status UploadMeta(const CudaStepMeta& m);
-    // forward_cuda_lazy.cpp.
+    // cuda_pass_lazy.cpp.
     absl::Status UploadDepths(const StepPlan& plan, const CudaStepMeta& m);
     absl::Status ScoreLastQueries(const StepPlan& plan, const CudaStepMeta& m, int32_t layer);
     absl::Status Prune(const StepPlan& plan, int32_t layer);

@@ -1,0 +1,106 @@
+// core/request/continuation: the one implementation of sampling and stopping
+// that the engine and single-request generation share. Logits are one-hot,
+// so each step's token is known and the expected texts are written out by hand.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/request/continuation.h"
+
+namespace prepack {
+namespace {
+
+enum : int32_t { kUnk, kBos, kEos, kHello, kWorld, kThe, kEnd, kDot, kVocab };
+
+Tokenizer Vocab() {
+    auto tok = Tokenizer::FromPieces({"<unk>", "<s>", "</s>", "\xE2\x96\x81Hello", "\xE2\x96\x81world",
+                                      "\xE2\x96\x81The", "\xE2\x96\x81""end", "."},
+                                     {}, {}, kBos, kEos, kUnk);
+    EXPECT_TRUE(tok.ok()) << tok.status();
+    return *std::move(tok);
+}
+
+std::vector<float> OneHot(int32_t id) {
+    std::vector<float> l(kVocab, 0.0f);
+    l[id] = 10.0f;
+    return l;
+}
+
+struct Run {
+    std::vector<NextToken> steps;
+    std::string            text;
+};
+
+// Feeds `ids` as the model's greedy choices after the prompt <s> Hello.
+Run Generate(const std::vector<int32_t>& ids, std::vector<std::string> stop, ContinuationLimits limits) {
+    static const Tokenizer tok = Vocab();
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    Continuation c(tok, greedy, std::move(stop), limits);
+    std::vector<int32_t> tokens = {kBos, kHello};
+    c.PrimeWithPrompt(tokens);
+    Run r;
+    for (int32_t id : ids) {
+        r.steps.push_back(c.Next(OneHot(id), &tokens));
+        r.text += r.steps.back().text;
+        EXPECT_EQ(r.steps.back().token, id);
+        EXPECT_EQ(tokens.back(), id);
+        if (r.steps.back().finished) break;
+    }
+    EXPECT_EQ(c.generated(), static_cast<int32_t>(r.steps.size()));
+    return r;
+}
+
+TEST(Continuation, TextStreamsWithTheFirstSpaceKept) {
+    const Run r = Generate({kWorld, kDot}, {}, {8, 64, false});
+    ASSERT_EQ(r.steps.size(), 2u);
+    EXPECT_EQ(r.steps[0].text, " world");
+    EXPECT_FALSE(r.steps[0].finished);
+    EXPECT_EQ(r.text, " world.");
+}
+
+TEST(Continuation, AStopStringEndsTheGenerationAndIsNeverEmitted) {
+    const Run r = Generate({kWorld, kThe, kEnd, kDot}, {" The end"}, {8, 64, false});
+    ASSERT_EQ(r.steps.size(), 3u) << "nothing is sampled after the stop";
+    EXPECT_EQ(r.steps[1].text, "") << "' The' might begin the stop string: held back";
+    EXPECT_TRUE(r.steps[2].finished);
+    EXPECT_EQ(r.steps[2].reason, FinishReason::kStop);
+    EXPECT_EQ(r.text, " world");
+}
+
+TEST(Continuation, EosReleasesTextHeldBackForAStopString) {
+    const Run r = Generate({kThe, kEos}, {" The end"}, {8, 64, false});
+    ASSERT_EQ(r.steps.size(), 2u);
+    EXPECT_EQ(r.steps[0].text, "");
+    EXPECT_TRUE(r.steps[1].finished);
+    EXPECT_EQ(r.steps[1].reason, FinishReason::kEos);
+    EXPECT_EQ(r.steps[1].text, " The") << "EOS has no text, but what was held back is output";
+}
+
+TEST(Continuation, MaxTokensEndsWithLengthAndFlushes) {
+    const Run r = Generate({kWorld, kThe, kDot}, {" The end"}, {2, 64, false});
+    ASSERT_EQ(r.steps.size(), 2u);
+    EXPECT_EQ(r.steps[1].reason, FinishReason::kLength);
+    EXPECT_EQ(r.text, " world The");
+}
+
+TEST(Continuation, TheEndOfTheContextEndsWithLength) {
+    // Prompt of 2 + 2 generated = a context of 4.
+    const Run r = Generate({kWorld, kWorld, kWorld}, {}, {100, 4, false});
+    ASSERT_EQ(r.steps.size(), 2u);
+    EXPECT_TRUE(r.steps[1].finished);
+    EXPECT_EQ(r.steps[1].reason, FinishReason::kLength);
+}
+
+TEST(Continuation, IgnoreEosKeepsGoingAndEosHasNoText) {
+    const Run r = Generate({kEos, kWorld, kDot}, {}, {3, 64, true});
+    ASSERT_EQ(r.steps.size(), 3u);
+    EXPECT_FALSE(r.steps[0].finished);
+    EXPECT_EQ(r.steps[0].text, "");
+    EXPECT_EQ(r.steps[2].reason, FinishReason::kLength);
+    EXPECT_EQ(r.text, " world.");
+}
+
+}  // namespace
+}  // namespace prepack
