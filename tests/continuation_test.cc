@@ -27,20 +27,20 @@ std::vector<float> OneHot(int32_t id) {
     return l;
 }
 
-struct Run {
+struct Outcome {
     std::vector<NextToken> steps;
     std::string            text;
 };
 
 // Feeds `ids` as the model's greedy choices after the prompt <s> Hello.
-Run Generate(const std::vector<int32_t>& ids, std::vector<std::string> stop, ContinuationLimits limits) {
+Outcome Generate(const std::vector<int32_t>& ids, std::vector<std::string> stop, ContinuationLimits limits) {
     static const Tokenizer tok = Vocab();
     SamplingParams greedy;
     greedy.temperature = 0.0f;
     Continuation c(tok, greedy, std::move(stop), limits);
     std::vector<int32_t> tokens = {kBos, kHello};
     c.PrimeWithPrompt(tokens);
-    Run r;
+    Outcome r;
     for (int32_t id : ids) {
         r.steps.push_back(c.Next(OneHot(id), &tokens));
         r.text += r.steps.back().text;
@@ -53,7 +53,7 @@ Run Generate(const std::vector<int32_t>& ids, std::vector<std::string> stop, Con
 }
 
 TEST(Continuation, TextStreamsWithTheFirstSpaceKept) {
-    const Run r = Generate({kWorld, kDot}, {}, {8, 64, false});
+    const Outcome r = Generate({kWorld, kDot}, {}, {8, 64, false});
     ASSERT_EQ(r.steps.size(), 2u);
     EXPECT_EQ(r.steps[0].text, " world");
     EXPECT_FALSE(r.steps[0].finished);
@@ -61,7 +61,7 @@ TEST(Continuation, TextStreamsWithTheFirstSpaceKept) {
 }
 
 TEST(Continuation, AStopStringEndsTheGenerationAndIsNeverEmitted) {
-    const Run r = Generate({kWorld, kThe, kEnd, kDot}, {" The end"}, {8, 64, false});
+    const Outcome r = Generate({kWorld, kThe, kEnd, kDot}, {" The end"}, {8, 64, false});
     ASSERT_EQ(r.steps.size(), 3u) << "nothing is sampled after the stop";
     EXPECT_EQ(r.steps[1].text, "") << "' The' might begin the stop string: held back";
     EXPECT_TRUE(r.steps[2].finished);
@@ -70,7 +70,7 @@ TEST(Continuation, AStopStringEndsTheGenerationAndIsNeverEmitted) {
 }
 
 TEST(Continuation, EosReleasesTextHeldBackForAStopString) {
-    const Run r = Generate({kThe, kEos}, {" The end"}, {8, 64, false});
+    const Outcome r = Generate({kThe, kEos}, {" The end"}, {8, 64, false});
     ASSERT_EQ(r.steps.size(), 2u);
     EXPECT_EQ(r.steps[0].text, "");
     EXPECT_TRUE(r.steps[1].finished);
@@ -79,7 +79,7 @@ TEST(Continuation, EosReleasesTextHeldBackForAStopString) {
 }
 
 TEST(Continuation, MaxTokensEndsWithLengthAndFlushes) {
-    const Run r = Generate({kWorld, kThe, kDot}, {" The end"}, {2, 64, false});
+    const Outcome r = Generate({kWorld, kThe, kDot}, {" The end"}, {2, 64, false});
     ASSERT_EQ(r.steps.size(), 2u);
     EXPECT_EQ(r.steps[1].reason, FinishReason::kLength);
     EXPECT_EQ(r.text, " world The");
@@ -87,14 +87,14 @@ TEST(Continuation, MaxTokensEndsWithLengthAndFlushes) {
 
 TEST(Continuation, TheEndOfTheContextEndsWithLength) {
     // Prompt of 2 + 2 generated = a context of 4.
-    const Run r = Generate({kWorld, kWorld, kWorld}, {}, {100, 4, false});
+    const Outcome r = Generate({kWorld, kWorld, kWorld}, {}, {100, 4, false});
     ASSERT_EQ(r.steps.size(), 2u);
     EXPECT_TRUE(r.steps[1].finished);
     EXPECT_EQ(r.steps[1].reason, FinishReason::kLength);
 }
 
 TEST(Continuation, IgnoreEosKeepsGoingAndEosHasNoText) {
-    const Run r = Generate({kEos, kWorld, kDot}, {}, {3, 64, true});
+    const Outcome r = Generate({kEos, kWorld, kDot}, {}, {3, 64, true});
     ASSERT_EQ(r.steps.size(), 3u);
     EXPECT_FALSE(r.steps[0].finished);
     EXPECT_EQ(r.steps[0].text, "");
