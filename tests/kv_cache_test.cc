@@ -106,61 +106,6 @@ TEST(KvBlockPool, BlocksDoNotAlias) {
         }
     }
 }
-
-TEST(PrefixCache, EvictsIdleBlocksInTheOrderTheyWereReleasedAndSkipsBlocksInUse) {
-    auto pool = KvBlockPool::Create(Config(), 4, BlockBytes() * 12);
-    ASSERT_TRUE(pool.ok());
-    KvBlockPool& p = **pool;
-    PrefixCache cache(p);
-    // Three one-block prompts, each computed by its own table.
-    std::vector<std::vector<int32_t>> prompts = {{1, 1, 1, 1, 9}, {2, 2, 2, 2, 9}, {3, 3, 3, 3, 9}};
-    std::vector<BlockTable> t(3);
-    for (int i = 0; i < 3; ++i) {
-        ASSERT_TRUE(t[i].Reserve(p, 5).ok());
-        cache.Insert(prompts[i], t[i], 5);
-    }
-    ASSERT_EQ(cache.size(), 3);
-    EXPECT_EQ(cache.IdleBlocks(), 0) << "every cached block is still in use";
-    EXPECT_EQ(cache.Evict(3), 0);
-    const int32_t b0 = t[0].blocks()[0], b1 = t[1].blocks()[0];
-    t[1].Release();   // prompt 1 first, then prompt 0; prompt 2 stays in use
-    t[0].Release();
-    EXPECT_EQ(cache.IdleBlocks(), 2);
-    const int32_t free_before = p.num_free();
-    EXPECT_EQ(cache.Evict(1), 1);
-    EXPECT_EQ(p.num_free(), free_before + 1);
-    EXPECT_TRUE(cache.Lookup(prompts[1], 5).empty()) << "the block released longest ago goes first";
-    EXPECT_EQ(cache.Lookup(prompts[0], 5), (std::vector<int32_t>{b0}));
-    // A sharer makes an idle block busy again; letting go makes it idle again.
-    BlockTable sharer;
-    sharer.Share(p, {b0}, 4);
-    EXPECT_EQ(cache.IdleBlocks(), 0);
-    EXPECT_EQ(cache.Evict(1), 0) << "blocks in use are never evicted";
-    sharer.Release();
-    EXPECT_EQ(cache.IdleBlocks(), 1);
-    EXPECT_EQ(cache.Evict(5), 1);
-    EXPECT_EQ(cache.size(), 1) << "only the block still in use stays cached";
-    (void)b1;
-    t[2].Release();
-    EXPECT_EQ(cache.IdleBlocks(), 1);
-}
-
-TEST(PrefixCache, GoingAwayLeavesTheBlocksItSharesWithTables) {
-    auto pool = KvBlockPool::Create(Config(), 4, BlockBytes() * 4);
-    ASSERT_TRUE(pool.ok());
-    KvBlockPool& p = **pool;
-    BlockTable t;
-    ASSERT_TRUE(t.Reserve(p, 9).ok());
-    {
-        PrefixCache cache(p);
-        cache.Insert({1, 2, 3, 4, 5, 6, 7, 8, 9}, t, 9);
-        EXPECT_EQ(p.RefCount(t.blocks()[0]), 2);
-    }
-    EXPECT_EQ(p.RefCount(t.blocks()[0]), 1);
-    t.Release();   // no listener is called any more: nothing to crash into
-    EXPECT_EQ(p.num_free(), p.num_blocks());
-}
-
 }  // namespace
 }  // namespace prepack
 
