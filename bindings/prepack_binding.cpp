@@ -63,6 +63,7 @@ struct CRequest {
             c.n_prompt_tokens = r.prompt_tokens.size();
         }
         c.add_bos = r.add_bos ? 1 : 0;
+        c.parse_special = r.parse_special ? 1 : 0;
         c.max_tokens = r.max_tokens;
         c.temperature = r.temperature;
         c.top_k = r.top_k;
@@ -142,6 +143,7 @@ Request::Request() {
     prepack_request r;
     prepack_request_init(&r);
     add_bos = r.add_bos != 0;
+    parse_special = r.parse_special != 0;
     max_tokens = r.max_tokens;
     temperature = r.temperature;
     top_k = r.top_k;
@@ -287,6 +289,40 @@ Result Engine::Generate(const Request& request, Status* status) {
         Result r = stream->result();
         if (r.status != PREPACK_OK) throw Error(r.status, r.message.empty() ? StatusName(r.status) : r.message);
         return r;
+    });
+}
+
+std::vector<int32_t> Engine::Tokenize(const std::string& text, bool add_special, bool parse_special,
+                                      Status* status) {
+    return Report<std::vector<int32_t>>(status, [&] {
+        std::shared_lock<std::shared_mutex> lock(mu_);
+        if (engine_ == nullptr) throw Error(PREPACK_FAILED_PRECONDITION, "engine is closed");
+        std::vector<int32_t> ids(text.size() + 2);   // asked again below if the tokenizer needs more
+        size_t n = 0;
+        prepack_status st = prepack_tokenize_special(engine_, text.data(), text.size(), add_special, parse_special,
+                                                     ids.data(), ids.size(), &n);
+        if (st == PREPACK_OUT_OF_RANGE) {
+            ids.resize(n);
+            st = prepack_tokenize_special(engine_, text.data(), text.size(), add_special, parse_special, ids.data(),
+                                          ids.size(), &n);
+        }
+        Check(st);
+        ids.resize(n);
+        return ids;
+    });
+}
+
+std::string Engine::Detokenize(const std::vector<int32_t>& ids, Status* status) {
+    return Report<std::string>(status, [&] {
+        std::shared_lock<std::shared_mutex> lock(mu_);
+        if (engine_ == nullptr) throw Error(PREPACK_FAILED_PRECONDITION, "engine is closed");
+        size_t n = 0;
+        prepack_status st = prepack_detokenize(engine_, ids.data(), ids.size(), nullptr, 0, &n);
+        if (st != PREPACK_OUT_OF_RANGE) Check(st);
+        std::string text(n + 1, '\0');
+        Check(prepack_detokenize(engine_, ids.data(), ids.size(), text.data(), text.size(), &n));
+        text.resize(n);
+        return text;
     });
 }
 

@@ -84,7 +84,8 @@ struct Request {
     Request();
     std::string              prompt;          // used when prompt_tokens is empty
     std::vector<int32_t>     prompt_tokens;   // taken as given (no BOS added)
-    bool                     add_bos;
+    bool                     add_bos;         // BOS (and EOS) as the vocabulary says
+    bool                     parse_special;   // control-token text (<|eot_id|>) in `prompt` becomes that token
     int32_t                  max_tokens;
     float                    temperature;     // 0 = greedy
     int32_t                  top_k;
@@ -189,6 +190,12 @@ public:
     // fails has its status in its result; the call itself fails only for an
     // empty list, a closed engine or shutdown.
     std::vector<Result> GenerateBatch(const std::vector<Request>& requests, Status* status);
+    // Token ids of `text`: BOS/EOS as the vocabulary says when add_special;
+    // control-token text (<|eot_id|>, <|im_end|>) is that token only with
+    // parse_special, else ordinary text (prepack_tokenize_special).
+    std::vector<int32_t> Tokenize(const std::string& text, bool add_special, bool parse_special, Status* status);
+    // The text of `ids`, exactly (prepack_detokenize).
+    std::string Detokenize(const std::vector<int32_t>& ids, Status* status);
     // Stops the engine: running requests end with CANCELLED (their streams
     // stay readable); waits for a GenerateBatch() in flight. Idempotent.
     void Close();

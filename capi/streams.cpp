@@ -20,6 +20,7 @@ absl::StatusOr<Request> ToRequest(const prepack_request* in) {
         return absl::InvalidArgumentError("request has neither prompt nor prompt_tokens");
     }
     out.add_bos = r.add_bos != 0;
+    out.parse_special = r.parse_special != 0;
     out.max_tokens = r.max_tokens;
     out.sampling.temperature = r.temperature;
     out.sampling.top_k = r.top_k;

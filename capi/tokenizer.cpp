@@ -7,12 +7,19 @@ extern "C" {
 
 prepack_status prepack_tokenize(const prepack_engine* engine, const char* text, size_t text_len, int add_bos,
                                 int32_t* tokens, size_t capacity, size_t* n_tokens) {
+    return prepack_tokenize_special(engine, text, text_len, add_bos, 0, tokens, capacity, n_tokens);
+}
+
+prepack_status prepack_tokenize_special(const prepack_engine* engine, const char* text, size_t text_len,
+                                        int add_special, int parse_special, int32_t* tokens, size_t capacity,
+                                        size_t* n_tokens) {
     return Guard([&] {
         if (engine == nullptr || n_tokens == nullptr || (text == nullptr && text_len > 0) ||
             (tokens == nullptr && capacity > 0)) {
             return Fail(PREPACK_INVALID_ARGUMENT, "engine, text, tokens or n_tokens is NULL");
         }
-        auto ids = engine->engine->model().tokenizer().Encode(std::string_view(text ? text : "", text_len), add_bos != 0);
+        auto ids = engine->engine->model().tokenizer().Encode(std::string_view(text ? text : "", text_len),
+                                                              add_special != 0, parse_special != 0);
         if (!ids.ok()) return FromStatus(ids.status());
         *n_tokens = ids->size();
         if (ids->size() > capacity) {

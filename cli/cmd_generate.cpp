@@ -23,6 +23,7 @@ struct GenerateOptions {
     std::vector<std::string> stop;
     bool                     lazy = false;
     std::string              lazy_schedule;
+    bool                     parse_special = false;
 };
 
 int Run(const GenerateOptions& o) {
@@ -36,8 +37,8 @@ int Run(const GenerateOptions& o) {
     req.sampling.repetition_penalty = o.repeat_penalty;
     req.sampling.seed = o.seed;
     req.stop = o.stop;
+    req.parse_special = o.parse_special;
     // Check cheap things before loading a model.
-    if (o.prompt.empty()) return Fail(absl::InvalidArgumentError("--prompt is empty"));
     if (absl::Status s = ValidateSamplingParams(req.sampling); !s.ok()) return Fail(s);
 
     absl::StatusOr<Loaded> loaded = Load(o.common, /*min_kv_tokens=*/4096);
@@ -90,7 +91,9 @@ void AddGenerate(CLI::App& app, int* exit_code) {
     auto* o = new GenerateOptions();   // lives as long as the process: CLI11 binds to it
     CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt");
     AddCommonOptions(cmd, &o->common);
-    cmd->add_option("--prompt", o->prompt, "prompt text")->required();
+    cmd->add_option("--prompt", o->prompt, "prompt text (empty: generate from BOS alone)")->required();
+    cmd->add_flag("--parse-special", o->parse_special,
+                  "read control-token text in the prompt, such as <|eot_id|>, as that token (off: plain text)");
     cmd->add_option("--max-tokens", o->max_tokens, "tokens to generate at most")->check(CLI::Range(0, 1 << 24));
     cmd->add_option("--temperature", o->temperature, "0 = greedy");
     cmd->add_option("--top-k", o->top_k, "keep the K most likely tokens (0 = off)");

@@ -9,6 +9,7 @@
 #include "cli/common.h"
 #include "core/model/gguf.h"
 #include "core/model/model_config.h"
+#include "core/model/weights.h"
 
 namespace prepack::cli {
 namespace {
@@ -20,7 +21,11 @@ nlohmann::json ConfigJson(const ModelConfig& c) {
         {"n_kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim},      {"rope_dim", c.rope_dim},
         {"rope_theta", c.rope_theta}, {"norm_eps", c.norm_eps},      {"vocab_size", c.vocab_size},
         {"context_length", c.max_context}, {"tied_output", c.tied_output},
+        {"rope_style", c.rope_style == RopeStyle::kNeox ? "neox" : "adjacent"}, {"rope_scale", c.rope_scale},
+        {"rope_freqs", c.rope_freqs},   {"qkv_bias", c.qkv_bias},      {"qk_norm", c.qk_norm},
         {"parameters", c.TotalParams()},
+        {"weight_bytes_f32", WeightBytes(c, cpu::DType::kF32)}, {"weight_bytes_bf16", WeightBytes(c, cpu::DType::kBf16)},
+        {"kv_bytes_per_token_f32", c.KvBytesPerToken(cpu::DType::kF32)},
     };
 }
 
@@ -58,8 +63,10 @@ absl::StatusOr<nlohmann::json> Describe(const std::string& spec) {
 
 void PrintText(const nlohmann::json& j) {
     for (const char* k : {"source", "name", "architecture", "parameters", "dim", "hidden_dim", "n_layers",
-                          "n_heads", "n_kv_heads", "head_dim", "rope_dim", "rope_theta", "norm_eps",
-                          "context_length", "vocab_size", "tied_output", "gguf_version", "file_bytes",
+                          "n_heads", "n_kv_heads", "head_dim", "rope_dim", "rope_theta", "rope_style",
+                          "rope_scale", "rope_freqs", "qkv_bias", "qk_norm", "norm_eps",
+                          "context_length", "vocab_size", "tied_output", "weight_bytes_f32", "weight_bytes_bf16",
+                          "kv_bytes_per_token_f32", "gguf_version", "file_bytes",
                           "tensor_count", "tensor_types", "tokenizer", "tokenizer_vocab_size", "weights"}) {
         if (j.contains(k)) std::printf("%-22s %s\n", k, j[k].dump().c_str());
     }

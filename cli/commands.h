@@ -8,6 +8,7 @@ namespace prepack::cli {
 
 void AddGenerate(CLI::App& app, int* exit_code);
 void AddInspect(CLI::App& app, int* exit_code);
+void AddTokenize(CLI::App& app, int* exit_code);
 void AddBatch(CLI::App& app, int* exit_code);
 void AddBenchForward(CLI::App& bench, int* exit_code);
 void AddBenchPrefill(CLI::App& bench, int* exit_code);

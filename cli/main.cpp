@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     prepack::cli::AddGenerate(app, &exit_code);
     prepack::cli::AddInspect(app, &exit_code);
+    prepack::cli::AddTokenize(app, &exit_code);
     prepack::cli::AddBatch(app, &exit_code);
     CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures (and JSON with --json)");
     bench->require_subcommand(1);

@@ -2,11 +2,14 @@
 // values as ids to decode, with the properties the header promises checked:
 //  - Encode succeeds exactly when the text is valid UTF-8;
 //  - Decode(Encode(s)) == s for valid UTF-8 (the vocabulary has byte tokens)
-//    without U+2581, the piece spelling of a space, which decodes as ' ';
-//  - every id Encode returns is inside the vocabulary;
+//    without U+2581, the piece spelling of a space, which decodes as ' '
+//    (SentencePiece); for byte-level BPE without exception;
+//  - every id Encode returns is inside the vocabulary (parse_special or not);
 //  - StreamDecoder output is always valid UTF-8, whatever the ids.
-// The vocabulary is stories260K's (from ../shared/models) when present, else
-// the synthetic one that synthetic:* models use.
+// The SentencePiece vocabulary is stories260K's (from ../shared/models) when
+// present, else the synthetic one that synthetic:* models use; the BPE one
+// is GPT-2's from ../shared/models/vocab when present (the first input byte
+// chooses).
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdio>
@@ -35,6 +38,19 @@ const prepack::Tokenizer& Vocabulary() {
     return *tok;
 }
 
+const prepack::Tokenizer* BpeVocabulary() {
+    static const prepack::Tokenizer* tok = []() -> const prepack::Tokenizer* {
+        auto file = prepack::GgufFile::Open(std::string(PREPACK_MODELS_DIR) + "/vocab/ggml-vocab-gpt-2.gguf");
+        if (file.ok()) {
+            auto t = prepack::Tokenizer::FromGguf(**file);
+            if (t.ok()) return new prepack::Tokenizer(std::move(*t));
+        }
+        std::fprintf(stderr, "fuzz_tokenizer: vocab/ggml-vocab-gpt-2.gguf not found, SentencePiece only\n");
+        return nullptr;
+    }();
+    return tok;
+}
+
 [[noreturn]] void Fail(const char* what) {
     std::fprintf(stderr, "fuzz_tokenizer: %s\n", what);
     std::abort();
@@ -43,18 +59,22 @@ const prepack::Tokenizer& Vocabulary() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    const prepack::Tokenizer& tok = Vocabulary();
     FuzzedDataProvider in(data, size);
+    const bool use_bpe = in.ConsumeBool() && BpeVocabulary() != nullptr;
+    const prepack::Tokenizer& tok = use_bpe ? *BpeVocabulary() : Vocabulary();
     const bool add_bos = in.ConsumeBool();
+    const bool parse_special = in.ConsumeBool();
     const std::string text = in.ConsumeRandomLengthString(4096);
 
-    auto ids = tok.Encode(text, add_bos);
+    auto ids = tok.Encode(text, add_bos, parse_special);
     if (ids.ok() != prepack::IsValidUtf8(text)) Fail("Encode accepted invalid UTF-8 or refused valid UTF-8");
     if (ids.ok()) {
         for (int32_t id : *ids) {
             if (id < 0 || id >= tok.vocab_size()) Fail("Encode returned an id outside the vocabulary");
         }
-        if (text.find(kSpaceMarker) == std::string::npos && tok.Decode(*ids) != text) Fail("Decode(Encode(s)) != s");
+        // (With parse_special, control tokens' texts decode to nothing.)
+        const bool exact = use_bpe || text.find(kSpaceMarker) == std::string::npos;
+        if (!parse_special && exact && tok.Decode(*ids) != text) Fail("Decode(Encode(s)) != s");
     }
 
     // The rest: raw ids, in range or not.

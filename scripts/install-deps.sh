@@ -10,6 +10,7 @@ $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake pkg-config git ca-certificates \
   libgtest-dev libgmock-dev \
   libabsl-dev \
+  libpcre2-dev \
   libdnnl-dev \
   libcli11-dev nlohmann-json3-dev \
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev grpc-proto \
@@ -18,8 +19,9 @@ $SUDO apt-get install -y --no-install-recommends \
   openssl \
   swig default-jdk-headless junit4 junit5 \
   mono-mcs mono-runtime nunit-console libnunit-cil-dev \
-  python3 \
+  python3 python3-venv \
   clang libclang-rt-14-dev libomp-dev
+# libpcre2-dev: the regexes of the BPE pre-tokenizers (core/model/pretokenizer.cpp).
 # clang + libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes for
 # scripts/fuzz.sh; libomp-dev: OpenMP for code compiled by clang.
 # Never add golang-goprotobuf-dev: it conflicts with protoc-gen-go.

@@ -84,7 +84,10 @@ grpc::ServerUnaryReactor* PrepackService::Tokenize(grpc::CallbackServerContext* 
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     grpc::Status s = Admissible(context, false);
     std::vector<int32_t> ids;
-    if (s.ok()) s = TokenizeText(host_->engine(), request->text(), !request->has_add_bos() || request->add_bos(), &ids);
+    if (s.ok()) {
+        s = TokenizeText(host_->engine(), request->text(), !request->has_add_bos() || request->add_bos(),
+                         request->parse_special(), &ids);
+    }
     if (s.ok()) response->mutable_token_ids()->Add(ids.begin(), ids.end());
     reactor->Finish(s);
     return reactor;

@@ -55,9 +55,11 @@ grpc::Status PromptIds(const prepack::v1::GenerateRequest& in, const std::string
                        const prepack_model_desc& model, std::vector<int32_t>* ids) {
     switch (in.prompt_case()) {
         case prepack::v1::GenerateRequest::kText: {
-            if (in.text().empty()) return Invalid(p, "text", "must not be empty");
-            grpc::Status s = TokenizeText(engine, in.text(), !in.has_add_bos() || in.add_bos(), ids);
+            // Empty text is BOS alone (llama.cpp's behaviour), when BOS is added.
+            grpc::Status s =
+                TokenizeText(engine, in.text(), !in.has_add_bos() || in.add_bos(), in.parse_special(), ids);
             if (!s.ok()) return grpc::Status(s.error_code(), p + "text: " + s.error_message());
+            if (ids->empty()) return Invalid(p, "text", "is empty and no BOS token is added");
             return grpc::Status::OK;
         }
         case prepack::v1::GenerateRequest::kTokenIds: {
@@ -83,16 +85,18 @@ grpc::Status PromptIds(const prepack::v1::GenerateRequest& in, const std::string
 
 }  // namespace
 
-grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos,
+grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos, bool parse_special,
                           std::vector<int32_t>* ids) {
     // Ids are never more than bytes + BOS for this tokenizer family, but ask
     // again with the size the library reports if that ever changes.
     ids->resize(text.size() + 2);
     size_t n = 0;
-    prepack_status st = prepack_tokenize(engine, text.data(), text.size(), add_bos, ids->data(), ids->size(), &n);
+    prepack_status st = prepack_tokenize_special(engine, text.data(), text.size(), add_bos, parse_special, ids->data(),
+                                                 ids->size(), &n);
     if (st == PREPACK_OUT_OF_RANGE) {
         ids->resize(n);
-        st = prepack_tokenize(engine, text.data(), text.size(), add_bos, ids->data(), ids->size(), &n);
+        st = prepack_tokenize_special(engine, text.data(), text.size(), add_bos, parse_special, ids->data(),
+                                      ids->size(), &n);
     }
     if (st != PREPACK_OK) return ToGrpc(st, prepack_last_error());
     ids->resize(n);

@@ -41,7 +41,7 @@ grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::s
                             std::chrono::system_clock::time_point deadline, PreparedRequest* out);
 
 // Tokenizes UTF-8 text through the C ABI (growing the buffer as it asks).
-grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos,
+grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos, bool parse_special,
                           std::vector<int32_t>* ids);
 
 }  // namespace prepackd

@@ -131,14 +131,29 @@ TEST_P(CudaKernels, GatherMatchesCpuForF32AndBf16Tables) {
 
 TEST_P(CudaKernels, RopeMatchesCpu) {
     const int rows = 9, n_heads = 6, head_dim = 64, rope_dim = 32, col = 128, stride = 128 + n_heads * head_dim + 16;
-    std::vector<float> x = Input(size_t(rows) * stride, 8), inv_freq(rope_dim / 2);
-    for (int i = 0; i < rope_dim / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rope_dim);
-    std::vector<int32_t> pos(rows);
-    for (int r = 0; r < rows; ++r) pos[r] = r * 517;   // large angles too
-    DeviceBuffer dx = Upload(x, act()), dpos = UploadRaw(pos), dfreq = UploadRaw(inv_freq);
-    cpu::Rope(x.data(), rows, stride, col, n_heads, head_dim, rope_dim, pos.data(), inv_freq.data());
-    Rope(dx.data(), act(), rows, stride, col, n_heads, head_dim, rope_dim, dpos.as<int32_t>(), dfreq.as<float>());
-    EXPECT_LT(MaxRelDiff(Download(dx, x.size(), act()), x), act() == DType::kBf16 ? 1e-2 : 1e-4);
+    for (bool neox : {false, true}) {
+        std::vector<float> x = Input(size_t(rows) * stride, 8), inv_freq(rope_dim / 2);
+        for (int i = 0; i < rope_dim / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rope_dim);
+        std::vector<int32_t> pos(rows);
+        for (int r = 0; r < rows; ++r) pos[r] = r * 517;   // large angles too
+        DeviceBuffer dx = Upload(x, act()), dpos = UploadRaw(pos), dfreq = UploadRaw(inv_freq);
+        cpu::Rope(x.data(), rows, stride, col, n_heads, head_dim, rope_dim, pos.data(), inv_freq.data(), neox);
+        Rope(dx.data(), act(), rows, stride, col, n_heads, head_dim, rope_dim, dpos.as<int32_t>(), dfreq.as<float>(),
+             neox);
+        EXPECT_LT(MaxRelDiff(Download(dx, x.size(), act()), x), act() == DType::kBf16 ? 1e-2 : 1e-4) << neox;
+    }
+}
+
+TEST_P(CudaKernels, HeadNormAndBiasMatchCpu) {
+    const int rows = 7, n_heads = 5, head_dim = 48, col = 40, stride = 40 + n_heads * head_dim + 24;
+    std::vector<float> x = Input(size_t(rows) * stride, 11), weight = Input(head_dim, 12, 0.5f, 1.5f);
+    std::vector<float> bias = Input(stride, 13);
+    DeviceBuffer dx = Upload(x, act()), dw = UploadRaw(weight), db = UploadRaw(bias);
+    cpu::RmsNormHeads(x.data(), rows, stride, col, n_heads, head_dim, weight.data(), 1e-6f);
+    cpu::AddBias(x.data(), bias.data(), rows, stride);
+    RmsNormHeads(dx.data(), act(), rows, stride, col, n_heads, head_dim, dw.as<float>(), 1e-6f);
+    AddBias(dx.data(), act(), db.as<float>(), rows, stride);
+    EXPECT_LT(MaxRelDiff(Download(dx, x.size(), act()), x), act() == DType::kBf16 ? 2e-2 : 1e-4);
 }
 
 TEST_P(CudaKernels, SwiGluMatchesCpuIncludingHugeGates) {

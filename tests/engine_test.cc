@@ -183,7 +183,9 @@ TEST(Engine, DeadlineEndsTheRequest) {
 TEST(Engine, BadRequestsAreRejectedAtSubmit) {
     auto engine = MakeEngine("synthetic:tiny", SyntheticConfig("tiny").value().KvBytesPerToken() * 64);
     Request r;
-    EXPECT_EQ(engine->Submit(r).status().code(), absl::StatusCode::kInvalidArgument);   // empty prompt
+    r.add_bos = false;
+    EXPECT_EQ(engine->Submit(r).status().code(), absl::StatusCode::kInvalidArgument);   // empty, no BOS
+    r.add_bos = true;
     r.prompt = "ok";
     r.max_tokens = 0;
     EXPECT_EQ(engine->Submit(r).status().code(), absl::StatusCode::kInvalidArgument);

@@ -24,6 +24,13 @@ struct Shape {
     ModelConfig config;
 };
 
+// The optional parts of the model description (model_config.h), each on
+// its own and all together as Qwen3 has them.
+ModelConfig With(ModelConfig c, void (*edit)(ModelConfig&)) {
+    edit(c);
+    return c;
+}
+
 std::vector<Shape> Shapes() {
     return {
         {"mha", SmallConfig(64, 4, 4, 2, 96, 300)},
@@ -31,6 +38,25 @@ std::vector<Shape> Shapes() {
         {"gqa4", SmallConfig(128, 8, 2, 2, 160, 400)},
         {"mqa", SmallConfig(96, 6, 1, 2, 200, 290)},
         {"partial_rope", SmallConfig(64, 2, 1, 2, 64, 280, 16)},
+        {"qkv_bias", With(SmallConfig(64, 8, 4, 2, 128, 300), [](ModelConfig& c) { c.qkv_bias = true; })},
+        {"neox_rope", With(SmallConfig(64, 4, 2, 2, 96, 300), [](ModelConfig& c) { c.rope_style = RopeStyle::kNeox; })},
+        {"rope_freqs_and_scale", With(SmallConfig(64, 4, 2, 2, 96, 300), [](ModelConfig& c) {
+             c.rope_freqs = true;
+             c.rope_scale = 4.0f;
+         })},
+        {"qwen3_like", With(SmallConfig(64, 4, 2, 2, 96, 300), [](ModelConfig& c) {
+             c.head_dim = 24;   // not dim / heads: Q is 96 wide, K and V 48
+             c.rope_dim = 24;
+             c.qk_norm = true;
+             c.rope_style = RopeStyle::kNeox;
+             c.tied_output = true;
+         })},
+        {"qwen2_like", With(SmallConfig(64, 8, 2, 2, 128, 300), [](ModelConfig& c) {
+             c.qkv_bias = true;
+             c.rope_style = RopeStyle::kNeox;
+             c.tied_output = true;
+             c.norm_eps = 1e-6f;
+         })},
     };
 }
 
@@ -150,7 +176,8 @@ TEST_P(ForwardTest, RaggedBatchEqualsSequencesAlone) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, ForwardTest, ::testing::Range(0, 5));
+INSTANTIATE_TEST_SUITE_P(Shapes, ForwardTest, ::testing::Range(0, static_cast<int>(Shapes().size())),
+                         [](const ::testing::TestParamInfo<int>& info) { return std::string(Shapes()[info.param].name); });
 
 TEST(ForwardValidation, RejectsBadPlans) {
     auto m = Model::FromConfig(SmallConfig(32, 2, 1, 1, 48, 270), 1);

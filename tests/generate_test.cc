@@ -28,9 +28,16 @@ protected:
 TEST_F(GenerateTest, InvalidRequestsAreRejectedWithTheProblemNamed) {
     GenerateRequest r;
     r.prompt = "";
+    r.add_bos = false;   // an empty prompt without BOS is nothing to start from
     auto s = Run(r);
     EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(std::string(s.status().message()).find("empty"), std::string::npos);
+    r.add_bos = true;   // with BOS it is BOS alone, as in llama.cpp
+    r.max_tokens = 2;
+    s = Run(r);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->prompt_tokens, (std::vector<int32_t>{fwd_->model().tokenizer().bos_id()}));
+    EXPECT_EQ(s->tokens.size(), 2u);
 
     r.prompt = "hello";
     r.sampling.top_k = -1;

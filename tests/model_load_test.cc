@@ -267,8 +267,19 @@ TEST_F(ModelLoadTest, InvalidModelsGiveClearErrors) {
         {"wrong shape", ReshapeTensor("blk.0.attn_k.weight"), "tensor 'blk.0.attn_k.weight' has shape [96, 32], expected [64, 32]"},
         {"architecture", Replace("general.architecture", [](GgufBuilder& b) { b.AddString("general.architecture", "gpt2"); }),
          "unsupported architecture 'gpt2'"},
-        {"tokenizer", Replace("tokenizer.ggml.model", [](GgufBuilder& b) { b.AddString("tokenizer.ggml.model", "gpt2"); }),
-         "unsupported tokenizer model 'gpt2'"},
+        {"tokenizer", Replace("tokenizer.ggml.model", [](GgufBuilder& b) { b.AddString("tokenizer.ggml.model", "rwkv"); }),
+         "unsupported tokenizer model 'rwkv'"},
+        {"rope scaling", Replace("llama.rope.freq_base", [](GgufBuilder& b) {
+             b.AddFloat32("llama.rope.freq_base", 10000.0f);
+             b.AddString("llama.rope.scaling.type", "yarn");
+             b.AddFloat32("llama.rope.scaling.factor", 4.0f);
+         }),
+         "unsupported RoPE scaling 'yarn'"},
+        {"value length", Replace("llama.rope.freq_base", [](GgufBuilder& b) {
+             b.AddFloat32("llama.rope.freq_base", 10000.0f);
+             b.AddUint32("llama.attention.value_length", 24);
+         }),
+         "value_length (24) differs from the key length"},
         {"missing key", Replace("llama.block_count", [](GgufBuilder&) {}), "llama.block_count"},
         {"heads not divisible", u32("llama.attention.head_count_kv", 3), "not a multiple of n_kv_heads"},
         {"zero layers", u32("llama.block_count", 0), "llama.block_count = 0 is out of range"},

@@ -1,4 +1,4 @@
-// Tests for the SentencePiece-style tokenizer.
+// Tests for the SentencePiece-style tokenizer (byte-level BPE: tokenizer_bpe_test.cc).
 //
 // The fast encoder (priority queue over a linked list) is checked against an
 // independent, deliberately naive port of llama2.c's O(n^2) encode loop on
@@ -583,6 +583,22 @@ TEST(Tokenizer, FromPiecesValidates) {
     ExpectInvalid(Tokenizer::FromPieces(p, {0, 0, 0, NAN, 0}, {}, 1, 2, 0), "NaN");
 }
 
+TEST(Tokenizer, SpmKindAndEndOfGeneration) {
+    auto tok = Tokenizer::Synthetic(512);
+    ASSERT_TRUE(tok.ok());
+    EXPECT_EQ(tok->vocab_type(), "spm");
+    EXPECT_EQ(tok->pre_tokenizer(), "");
+    EXPECT_TRUE(tok->IsEndOfGeneration(2));    // EOS
+    EXPECT_FALSE(tok->IsEndOfGeneration(1));   // BOS
+    EXPECT_FALSE(tok->IsEndOfGeneration(300));
+    EXPECT_EQ(tok->eot_id(), -1);
+    // parse_special off is the default and the old behaviour; on, "</s>" is EOS.
+    EXPECT_EQ(*tok->Encode("a</s>", true), *tok->Encode("a</s>", true, false));
+    const auto special = *tok->Encode("a</s>", true, true);
+    EXPECT_EQ(special.back(), 2);
+    EXPECT_EQ(std::vector<int32_t>(special.begin(), special.end() - 1), *tok->Encode("a", true));
+}
+
 TEST(Tokenizer, FromPiecesInfersTypes) {
     auto tok = Tokenizer::FromPieces({"<unk>", "<s>", "</s>", "<0x41>", kMarker, "b"}, {}, {}, 1, 2, 0);
     ASSERT_TRUE(tok.ok()) << tok.status();
@@ -824,8 +840,10 @@ TEST(TokenizerGguf, ReadsAllFields) {
     EXPECT_EQ(tok->bos_id(), 2);
     EXPECT_EQ(tok->eos_id(), 1);
     EXPECT_FALSE(tok->add_bos());
+    // add_bos_token = false is honoured (llama.cpp): add_special adds no BOS.
     // No dummy prefix: "hi" is just "hi", and a leading "▁" is not dropped.
-    EXPECT_EQ(*tok->Encode("hi", true), (std::vector<int32_t>{2, 7}));
+    EXPECT_EQ(*tok->Encode("hi", true), (std::vector<int32_t>{7}));
+    EXPECT_TRUE(tok->Encode("", true)->empty()) << "an empty text has no BOS to start from";
     EXPECT_EQ(tok->Decode({2, 8}), " hi");
     EXPECT_EQ(tok->Decode(*tok->Encode(" hi A", false)), " hi A");
 }
@@ -834,9 +852,13 @@ TEST(TokenizerGguf, RejectsBadMetadata) {
     auto base = [] {
         return GgufBuilder().Str("tokenizer.ggml.model", "llama").Strings("tokenizer.ggml.tokens", kSmallPieces);
     };
+    ExpectInvalid(FromGgufBytes(GgufBuilder().Str("tokenizer.ggml.model", "rwkv")
+                                    .Strings("tokenizer.ggml.tokens", kSmallPieces)),
+                  "unsupported tokenizer model 'rwkv'");
+    // gpt2 (byte-level BPE, tokenizer_bpe_test.cc) needs its merges.
     ExpectInvalid(FromGgufBytes(GgufBuilder().Str("tokenizer.ggml.model", "gpt2")
                                     .Strings("tokenizer.ggml.tokens", kSmallPieces)),
-                  "unsupported tokenizer model 'gpt2'");
+                  "merges");
     ExpectInvalid(FromGgufBytes(base().Floats("tokenizer.ggml.scores", {0, 0})), "scores");
     ExpectInvalid(FromGgufBytes(base().Int32s("tokenizer.ggml.token_type", {1})), "types");
     ExpectInvalid(FromGgufBytes(base().U32("tokenizer.ggml.bos_token_id", 9)), "BOS");

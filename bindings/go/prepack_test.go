@@ -257,8 +257,8 @@ func TestInvalidArgumentsAreErrorsWithTheMessage(t *testing.T) {
 	if prepack.CodeOf(err) != prepack.InvalidArgument || !strings.Contains(err.Error(), "max_tokens") {
 		t.Errorf("max_tokens -1: %v", err)
 	}
-	if _, err = engine.Generate(ctx, prepack.Request{}); prepack.CodeOf(err) != prepack.InvalidArgument {
-		t.Errorf("empty prompt: %v", err)
+	if _, err = engine.Generate(ctx, prepack.Request{NoBOS: true}); prepack.CodeOf(err) != prepack.InvalidArgument {
+		t.Errorf("empty prompt without BOS: %v", err)
 	}
 	if _, err = engine.Generate(ctx, prepack.Request{PromptTokens: []int32{1, 1 << 30}}); prepack.CodeOf(err) != prepack.InvalidArgument {
 		t.Errorf("id outside the vocabulary: %v", err)

@@ -83,7 +83,7 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     auto seq = std::make_shared<Sequence>(std::move(request), model_->tokenizer(), c.max_context);
     seq->lazy_schedule = std::move(lazy);
     Request& r = seq->request;
-    PP_ASSIGN_OR_RETURN(seq->tokens, ResolvePrompt(*model_, r.prompt, r.prompt_tokens, r.add_bos));
+    PP_ASSIGN_OR_RETURN(seq->tokens, ResolvePrompt(*model_, r.prompt, r.prompt_tokens, r.add_bos, r.parse_special));
     seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
     const int64_t blocks = (int64_t{seq->n_prompt} + 1 + pool_->block_size() - 1) / pool_->block_size();
     if (blocks > pool_->num_blocks()) {

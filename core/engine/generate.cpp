@@ -16,7 +16,8 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
         return absl::InvalidArgumentError(absl::StrCat("max_tokens must be >= 0, got ", request.max_tokens));
     }
     GenerateResult result;
-    PP_ASSIGN_OR_RETURN(result.prompt_tokens, ResolvePrompt(model, request.prompt, request.prompt_tokens, request.add_bos));
+    PP_ASSIGN_OR_RETURN(result.prompt_tokens, ResolvePrompt(model, request.prompt, request.prompt_tokens,
+                                                            request.add_bos, request.parse_special));
     const std::vector<int32_t>& prompt = result.prompt_tokens;
     const int32_t n_prompt = static_cast<int32_t>(prompt.size());
 

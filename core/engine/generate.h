@@ -22,7 +22,8 @@ struct GenerateRequest {
     int32_t                  max_tokens = 128;
     SamplingParams           sampling;
     std::vector<std::string> stop;
-    bool                     add_bos = true;
+    bool                     add_bos = true;          // BOS/EOS as the vocabulary says
+    bool                     parse_special = false;   // control-token text becomes that token
     bool                     ignore_eos = false;   // keep going after the model's EOS
     bool                     lazy = false;         // LazyLLM pruning (the prompt is prefilled in one step)
     LazySchedule             lazy_schedule;        // empty: the model's default schedule

@@ -14,10 +14,7 @@ namespace prepack {
 
 ForwardPass::ForwardPass(const Model& model, KvBlockPool& pool) : model_(model), pool_(pool) {
     assert(pool.on_host());   // the CPU kernels read the blocks directly
-    const ModelConfig& c = model.config();
-    for (int i = 0; i < c.rope_dim / 2; ++i) {
-        inv_freq_.push_back(1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / c.rope_dim));
-    }
+    inv_freq_ = RopeInverseFrequencies(model.config(), model.weights());
 }
 
 namespace {
@@ -206,10 +203,16 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
         const LayerWeights& lw = w.layers[l];
         cpu::RmsNorm(x_.data(), lw.attn_norm, xb_.data(), t, d, c.norm_eps);
         cpu::Linear(xb_.data(), lw.wqkv, qkv_.data(), t, c.qkv_dim(), d, false);
+        if (lw.bqkv != nullptr) cpu::AddBias(qkv_.data(), lw.bqkv, t, c.qkv_dim());
+        if (lw.q_norm != nullptr) {
+            cpu::RmsNormHeads(qkv_.data(), t, c.qkv_dim(), 0, c.n_heads, c.head_dim, lw.q_norm, c.norm_eps);
+            cpu::RmsNormHeads(qkv_.data(), t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, lw.k_norm, c.norm_eps);
+        }
+        const bool neox = c.rope_style == RopeStyle::kNeox;
         cpu::Rope(qkv_.data(), t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim,
-                  row_pos_.data(), inv_freq_.data());
+                  row_pos_.data(), inv_freq_.data(), neox);
         cpu::Rope(qkv_.data(), t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim,
-                  row_pos_.data(), inv_freq_.data());
+                  row_pos_.data(), inv_freq_.data(), neox);
         WriteKv(plan, l);
         Attention(l);
         const bool prune = PrunesAfter(plan, l, c.n_layers);

@@ -79,10 +79,7 @@ absl::Status CudaForwardPass::Impl::UploadWeights() {
         PP_ASSIGN_OR_RETURN(output, Upload(w.output, c.vocab_size, c.dim));
     }
     PP_ASSIGN_OR_RETURN(output_norm, UploadFloats(w.output_norm, c.dim));
-    std::vector<float> freq;
-    for (int i = 0; i < c.rope_dim / 2; ++i) {
-        freq.push_back(1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / c.rope_dim));
-    }
+    const std::vector<float> freq = RopeInverseFrequencies(c, w);
     PP_ASSIGN_OR_RETURN(inv_freq, UploadFloats(freq.data(), static_cast<int64_t>(freq.size())));
     for (const LayerWeights& lw : w.layers) {
         Layer l;
@@ -92,6 +89,13 @@ absl::Status CudaForwardPass::Impl::UploadWeights() {
         PP_ASSIGN_OR_RETURN(l.ffn_norm, UploadFloats(lw.ffn_norm, c.dim));
         PP_ASSIGN_OR_RETURN(l.w_gate_up, Upload(lw.w_gate_up, 2 * int64_t{c.hidden_dim}, c.dim));
         PP_ASSIGN_OR_RETURN(l.w_down, Upload(lw.w_down, c.dim, c.hidden_dim));
+        if (lw.bqkv != nullptr) {
+            PP_ASSIGN_OR_RETURN(l.bqkv, UploadFloats(lw.bqkv, c.qkv_dim()));
+        }
+        if (lw.q_norm != nullptr) {
+            PP_ASSIGN_OR_RETURN(l.q_norm, UploadFloats(lw.q_norm, c.head_dim));
+            PP_ASSIGN_OR_RETURN(l.k_norm, UploadFloats(lw.k_norm, c.head_dim));
+        }
         layers.push_back(std::move(l));
     }
     return cuda::Synchronize("uploading the weights");
@@ -137,10 +141,18 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
 
         cuda::RmsNorm(x.data(), lw.attn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);
         PP_RETURN_IF_ERROR(blas->Linear(xb.data(), lw.wqkv.data(), qkv.data(), t, c.qkv_dim(), d, false, act));
+        if (!lw.bqkv.empty()) cuda::AddBias(qkv.data(), act, lw.bqkv.as<float>(), t, c.qkv_dim());
+        if (!lw.q_norm.empty()) {
+            cuda::RmsNormHeads(qkv.data(), act, t, c.qkv_dim(), 0, c.n_heads, c.head_dim, lw.q_norm.as<float>(),
+                               c.norm_eps);
+            cuda::RmsNormHeads(qkv.data(), act, t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim,
+                               lw.k_norm.as<float>(), c.norm_eps);
+        }
+        const bool neox = c.rope_style == RopeStyle::kNeox;
         cuda::Rope(qkv.data(), act, t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim, d_positions,
-                   inv_freq.as<float>());
+                   inv_freq.as<float>(), neox);
         cuda::Rope(qkv.data(), act, t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim, d_positions,
-                   inv_freq.as<float>());
+                   inv_freq.as<float>(), neox);
         cuda::AppendKv(qkv.data(), act, c.qkv_dim(), c.q_dim(), rows, kv);
         // LazyLLM: this layer now holds its rows' keys; the others' depths say
         // which earlier tokens it lacks.

@@ -50,6 +50,7 @@ struct CudaStepMeta {
 struct CudaForwardPass::Impl {
     struct Layer {
         cuda::DeviceBuffer attn_norm, wqkv, wo, ffn_norm, w_gate_up, w_down;
+        cuda::DeviceBuffer bqkv, q_norm, k_norm;   // empty when the model has none
     };
 
     const Model&  model;

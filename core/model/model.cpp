@@ -13,6 +13,15 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromConfig(const ModelConfig& conf
     return m;
 }
 
+absl::StatusOr<Tokenizer> LoadTokenizer(const std::string& spec) {
+    if (spec.rfind(kSyntheticPrefix, 0) == 0) {
+        PP_ASSIGN_OR_RETURN(ModelConfig config, SyntheticConfig(spec.substr(sizeof(kSyntheticPrefix) - 1)));
+        return Tokenizer::Synthetic(config.vocab_size);
+    }
+    PP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(spec));
+    return Tokenizer::FromGguf(*file);
+}
+
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& spec, cpu::DType dtype) {
     if (spec.rfind(kSyntheticPrefix, 0) == 0) {
         PP_ASSIGN_OR_RETURN(ModelConfig config,

@@ -40,6 +40,10 @@ private:
     Tokenizer    tokenizer_;
 };
 
+// The vocabulary alone of a GGUF file or "synthetic:NAME", without loading
+// any weights (for tokenizing). Errors as Model::Load's.
+absl::StatusOr<Tokenizer> LoadTokenizer(const std::string& spec);
+
 constexpr const char kSyntheticPrefix[] = "synthetic:";
 // Seed of the weights behind every "synthetic:NAME" model.
 constexpr uint64_t kSyntheticSeed = 42;

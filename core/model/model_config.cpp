@@ -52,6 +52,9 @@ absl::Status ModelConfig::Validate() const {
     if (!(norm_eps > 0.0f && norm_eps < 1.0f)) {
         return absl::InvalidArgumentError(absl::StrCat("norm_eps = ", norm_eps, " is not in (0, 1)"));
     }
+    if (!(rope_scale > 0.0f && rope_scale < 1e6f)) {
+        return absl::InvalidArgumentError(absl::StrCat("rope_scale = ", rope_scale, " is not in (0, 1e6)"));
+    }
     if (!(rope_theta > 1.0f && rope_theta < 1e12f)) {
         return absl::InvalidArgumentError(absl::StrCat("rope_theta = ", rope_theta, " is not in (1, 1e12)"));
     }
@@ -67,60 +70,121 @@ uint64_t ModelConfig::MatmulParams() const {
 }
 
 uint64_t ModelConfig::TotalParams() const {
-    const uint64_t norms = static_cast<uint64_t>(dim) * (2 * n_layers + 1);
+    const uint64_t norms = static_cast<uint64_t>(dim) * (2 * n_layers + 1) +
+                           (qk_norm ? 2ull * head_dim * n_layers : 0) + (qkv_bias ? uint64_t(qkv_dim()) * n_layers : 0) +
+                           (rope_freqs ? rope_dim / 2 : 0);
     const uint64_t embed = static_cast<uint64_t>(vocab_size) * dim;
     return MatmulParams() + norms + (tied_output ? 0 : embed);
 }
 
+namespace {
+
+// What each supported architecture fixes; everything else is read.
+struct ArchTraits {
+    const char* name;
+    RopeStyle   rope_style;
+};
+constexpr ArchTraits kArchs[] = {
+    {"llama", RopeStyle::kAdjacent},
+    {"qwen2", RopeStyle::kNeox},
+    {"qwen3", RopeStyle::kNeox},
+};
+
+// Reads ARCH.rope.scaling.*: none and linear are supported; llama3-style
+// scaling comes as the rope_freqs.weight tensor (read with the weights).
+absl::Status ReadRopeScaling(const GgufFile& f, const std::string& p, ModelConfig* c) {
+    std::string type = "none";
+    if (f.Has(p + "rope.scaling.type")) {
+        PP_ASSIGN_OR_RETURN(type, f.GetString(p + "rope.scaling.type"));
+    }
+    double factor = 1.0;
+    if (f.Has(p + "rope.scaling.factor")) {
+        PP_ASSIGN_OR_RETURN(factor, f.GetFloat(p + "rope.scaling.factor"));
+    }
+    if (type == "none" || factor == 0.0 || factor == 1.0) return absl::OkStatus();
+    if (type != "linear") {
+        return absl::InvalidArgumentError(absl::StrCat("unsupported RoPE scaling '", type, "' (", p,
+                                                       "rope.scaling.type; prepack applies none, linear and "
+                                                       "llama3's rope_freqs.weight)"));
+    }
+    if (!(factor > 0.0 && factor < 1e6)) {
+        return absl::InvalidArgumentError(absl::StrCat(p, "rope.scaling.factor = ", factor, " is not in (0, 1e6)"));
+    }
+    c->rope_scale = static_cast<float>(factor);
+    return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ModelConfig> ConfigFromGguf(const GgufFile& f) {
     ModelConfig c;
     PP_ASSIGN_OR_RETURN(c.arch, f.GetString("general.architecture"));
-    if (c.arch != "llama") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "unsupported architecture '", c.arch, "' (prepack runs 'llama'-family models)"));
+    const ArchTraits* arch = nullptr;
+    for (const ArchTraits& a : kArchs) {
+        if (c.arch == a.name) arch = &a;
     }
+    if (arch == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("unsupported architecture '", c.arch,
+                                                       "' (prepack runs llama, qwen2 and qwen3)"));
+    }
+    c.rope_style = arch->rope_style;
+    const std::string p = c.arch + ".";
     if (f.Has("general.name")) {
         PP_ASSIGN_OR_RETURN(c.name, f.GetString("general.name"));
     }
-    PP_ASSIGN_OR_RETURN(c.dim,         ReadDim(f, "llama.embedding_length", kMaxDim));
-    PP_ASSIGN_OR_RETURN(c.hidden_dim,  ReadDim(f, "llama.feed_forward_length", 4 * kMaxDim));
-    PP_ASSIGN_OR_RETURN(c.n_layers,    ReadDim(f, "llama.block_count", kMaxLayers));
-    PP_ASSIGN_OR_RETURN(c.n_heads,     ReadDim(f, "llama.attention.head_count", kMaxDim));
-    PP_ASSIGN_OR_RETURN(c.max_context, ReadDim(f, "llama.context_length", kMaxContext));
+    PP_ASSIGN_OR_RETURN(c.dim,         ReadDim(f, p + "embedding_length", kMaxDim));
+    PP_ASSIGN_OR_RETURN(c.hidden_dim,  ReadDim(f, p + "feed_forward_length", 4 * kMaxDim));
+    PP_ASSIGN_OR_RETURN(c.n_layers,    ReadDim(f, p + "block_count", kMaxLayers));
+    PP_ASSIGN_OR_RETURN(c.n_heads,     ReadDim(f, p + "attention.head_count", kMaxDim));
+    PP_ASSIGN_OR_RETURN(c.max_context, ReadDim(f, p + "context_length", kMaxContext));
     c.n_kv_heads = c.n_heads;
-    if (f.Has("llama.attention.head_count_kv")) {
-        PP_ASSIGN_OR_RETURN(c.n_kv_heads, ReadDim(f, "llama.attention.head_count_kv", kMaxDim));
+    if (f.Has(p + "attention.head_count_kv")) {
+        PP_ASSIGN_OR_RETURN(c.n_kv_heads, ReadDim(f, p + "attention.head_count_kv", kMaxDim));
     }
     c.head_dim = c.dim / c.n_heads;
-    if (f.Has("llama.attention.key_length")) {
-        PP_ASSIGN_OR_RETURN(c.head_dim, ReadDim(f, "llama.attention.key_length", kMaxDim));
+    if (f.Has(p + "attention.key_length")) {
+        PP_ASSIGN_OR_RETURN(c.head_dim, ReadDim(f, p + "attention.key_length", kMaxDim));
+    }
+    if (f.Has(p + "attention.value_length")) {
+        PP_ASSIGN_OR_RETURN(int32_t value_length, ReadDim(f, p + "attention.value_length", kMaxDim));
+        if (value_length != c.head_dim) {
+            return absl::InvalidArgumentError(absl::StrCat(p, "attention.value_length (", value_length,
+                                                           ") differs from the key length (", c.head_dim,
+                                                           "): not supported"));
+        }
     }
     c.rope_dim = c.head_dim;
-    if (f.Has("llama.rope.dimension_count")) {
-        PP_ASSIGN_OR_RETURN(c.rope_dim, ReadDim(f, "llama.rope.dimension_count", kMaxDim));
+    if (f.Has(p + "rope.dimension_count")) {
+        PP_ASSIGN_OR_RETURN(c.rope_dim, ReadDim(f, p + "rope.dimension_count", kMaxDim));
     }
-    if (f.Has("llama.rope.freq_base")) {
-        PP_ASSIGN_OR_RETURN(double theta, f.GetFloat("llama.rope.freq_base"));
+    if (f.Has(p + "rope.freq_base")) {
+        PP_ASSIGN_OR_RETURN(double theta, f.GetFloat(p + "rope.freq_base"));
         c.rope_theta = static_cast<float>(theta);
     }
-    if (f.Has("llama.attention.layer_norm_rms_epsilon")) {
-        PP_ASSIGN_OR_RETURN(double eps, f.GetFloat("llama.attention.layer_norm_rms_epsilon"));
+    PP_RETURN_IF_ERROR(ReadRopeScaling(f, p, &c));
+    if (f.Has(p + "attention.layer_norm_rms_epsilon")) {
+        PP_ASSIGN_OR_RETURN(double eps, f.GetFloat(p + "attention.layer_norm_rms_epsilon"));
         c.norm_eps = static_cast<float>(eps);
     }
-    if (f.Has("llama.vocab_size")) {
-        PP_ASSIGN_OR_RETURN(c.vocab_size, ReadDim(f, "llama.vocab_size", kMaxVocab));
+    if (f.Has(p + "vocab_size")) {
+        PP_ASSIGN_OR_RETURN(c.vocab_size, ReadDim(f, p + "vocab_size", kMaxVocab));
     } else {
         const GgufTensor* embd = f.FindTensor("token_embd.weight");
         if (embd == nullptr || embd->ne.size() != 2) {
-            return absl::InvalidArgumentError("cannot tell the vocabulary size: no llama.vocab_size "
-                                              "and no 2-D token_embd.weight");
+            return absl::InvalidArgumentError(absl::StrCat("cannot tell the vocabulary size: no ", p,
+                                                           "vocab_size and no 2-D token_embd.weight"));
         }
         if (embd->ne[1] == 0 || embd->ne[1] > static_cast<uint64_t>(kMaxVocab)) {
             return absl::InvalidArgumentError("token_embd.weight has an out-of-range vocabulary size");
         }
         c.vocab_size = static_cast<int32_t>(embd->ne[1]);
     }
+    // The optional parts are as the tensors say (llama.cpp loads them the
+    // same way: present means used).
     c.tied_output = f.FindTensor("output.weight") == nullptr;
+    c.rope_freqs = f.FindTensor("rope_freqs.weight") != nullptr;
+    c.qkv_bias = f.FindTensor("blk.0.attn_q.bias") != nullptr;
+    c.qk_norm = f.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
     PP_RETURN_IF_ERROR(c.Validate());
     return c;
 }

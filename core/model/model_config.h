@@ -1,5 +1,11 @@
 // Hyper-parameters of a llama-family decoder, read from GGUF metadata or
 // taken from a named synthetic shape. Nothing about a model is a constant.
+//
+// One description with optional parts covers the families GGUF names
+// `llama` (Llama 2/3/3.1/3.2/3.3, Mistral, TinyLlama, SmolLM: optional
+// Q/K/V biases, RoPE frequency factors), `qwen2` (Q/K/V biases, NEOX RoPE)
+// and `qwen3` (per-head Q/K RMSNorm, NEOX RoPE, a head size of its own); the
+// CPU, CUDA and reference passes all follow it, none is written per family.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +19,10 @@
 namespace prepack {
 
 class GgufFile;
+
+// Which pairs of a head's dims RoPE rotates: (2i, 2i+1) as llama.cpp's
+// llama files are laid out, or (i, i + rope_dim/2) ("NEOX", Qwen's layout).
+enum class RopeStyle : uint8_t { kAdjacent, kNeox };
 
 struct ModelConfig {
     std::string name;
@@ -29,6 +39,11 @@ struct ModelConfig {
     float   rope_theta  = 10000.0f;
     float   norm_eps    = 1e-5f;
     bool    tied_output = false;   // output matrix is the token embedding
+    RopeStyle rope_style = RopeStyle::kAdjacent;
+    float   rope_scale  = 1.0f;    // linear RoPE scaling: positions divided by it
+    bool    rope_freqs  = false;   // per-frequency divisors (rope_freqs.weight, llama3 scaling)
+    bool    qkv_bias    = false;   // attn_q/k/v.bias
+    bool    qk_norm     = false;   // per-head RMSNorm of Q and K before RoPE (attn_q_norm / attn_k_norm)
 
     int32_t q_dim() const { return n_heads * head_dim; }
     int32_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -51,8 +66,10 @@ struct ModelConfig {
     }
 };
 
-// Reads the llama.* hyper-parameters. `vocab_size` comes from llama.vocab_size
-// or, when absent, the tokenizer's token count.
+// Reads the hyper-parameters under the prefix `general.architecture` names
+// (llama, qwen2, qwen3), and which optional parts the file's tensors have.
+// `vocab_size` comes from ARCH.vocab_size or, when absent, the embedding's
+// rows. INVALID_ARGUMENT names an unsupported architecture or RoPE scaling.
 absl::StatusOr<ModelConfig> ConfigFromGguf(const GgufFile& file);
 
 // Named real shapes for models with random weights: tiny, 110m, 1b, 7b.

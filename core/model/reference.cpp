@@ -26,17 +26,23 @@ void RmsNorm(const float* x, const float* weight, float* out, int n, float eps) 
     for (int i = 0; i < n; ++i) out[i] = weight[i] * (scale * x[i]);
 }
 
-// Rotates pairs (2i, 2i+1) of the first rope_dim dims of every head.
-void Rope(float* v, int n_heads, int head_dim, int rope_dim, float theta, int pos) {
+// Rotates the first rope_dim dims of every head: pairs (2i, 2i+1), or
+// (i, i + rope_dim/2) for NEOX models. Frequency i is
+// theta^(-2i/rope_dim) / scale / factors[i] (factors: rope_freqs.weight).
+void Rope(float* v, const ModelConfig& c, int n_heads, int pos, const float* factors) {
+    const int half = c.rope_dim / 2;
     for (int h = 0; h < n_heads; ++h) {
-        for (int i = 0; i < rope_dim; i += 2) {
-            const float freq = 1.0f / std::pow(theta, static_cast<float>(i) / rope_dim);
-            const float angle = pos * freq;
-            const float c = std::cos(angle), s = std::sin(angle);
-            float* p = v + h * head_dim + i;
-            const float a = p[0], b = p[1];
-            p[0] = a * c - b * s;
-            p[1] = a * s + b * c;
+        for (int i = 0; i < half; ++i) {
+            double freq = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim) / c.rope_scale;
+            if (factors != nullptr) freq /= factors[i];
+            const double angle = pos * freq;
+            const float cs = static_cast<float>(std::cos(angle)), sn = static_cast<float>(std::sin(angle));
+            float* head = v + h * c.head_dim;
+            float* a = c.rope_style == RopeStyle::kNeox ? head + i : head + 2 * i;
+            float* b = c.rope_style == RopeStyle::kNeox ? head + i + half : head + 2 * i + 1;
+            const float x = *a, y = *b;
+            *a = x * cs - y * sn;
+            *b = x * sn + y * cs;
         }
     }
 }
@@ -81,8 +87,17 @@ const std::vector<float>& ReferenceForward::Step(int32_t token) {
         MatVec(lw.wqkv, 0, xb_.data(), q_.data(), qd, d);
         MatVec(lw.wqkv, qd, xb_.data(), k_.data(), kv, d);
         MatVec(lw.wqkv, qd + kv, xb_.data(), v_.data(), kv, d);
-        Rope(q_.data(), c_.n_heads, hd, c_.rope_dim, c_.rope_theta, pos);
-        Rope(k_.data(), c_.n_kv_heads, hd, c_.rope_dim, c_.rope_theta, pos);
+        if (lw.bqkv != nullptr) {
+            for (int i = 0; i < qd; ++i) q_[i] += lw.bqkv[i];
+            for (int i = 0; i < kv; ++i) k_[i] += lw.bqkv[qd + i];
+            for (int i = 0; i < kv; ++i) v_[i] += lw.bqkv[qd + kv + i];
+        }
+        if (lw.q_norm != nullptr) {   // Qwen3: each head normalised on its own
+            for (int h = 0; h < c_.n_heads; ++h) RmsNorm(&q_[h * hd], lw.q_norm, &q_[h * hd], hd, c_.norm_eps);
+            for (int h = 0; h < c_.n_kv_heads; ++h) RmsNorm(&k_[h * hd], lw.k_norm, &k_[h * hd], hd, c_.norm_eps);
+        }
+        Rope(q_.data(), c_, c_.n_heads, pos, w_.rope_freqs);
+        Rope(k_.data(), c_, c_.n_kv_heads, pos, w_.rope_freqs);
         key_cache_[l].insert(key_cache_[l].end(), k_.begin(), k_.end());
         value_cache_[l].insert(value_cache_[l].end(), v_.begin(), v_.end());
 

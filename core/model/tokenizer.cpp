@@ -1,4 +1,8 @@
-// SentencePiece-style BPE tokenizer; see tokenizer.h for the contract.
+// The Tokenizer: vocabulary, special tokens, and the SentencePiece-style
+// encoder; see tokenizer.h for the contract. Byte-level BPE vocabularies
+// share everything here but the word encoding, which pretokenizer.h (words)
+// and bpe.h (merges) do; special-token handling (llama.cpp's
+// tokenizer_st_partition, end-of-generation set) is common to both.
 //
 // Encoding reproduces llama2.c's `encode` (which llama.cpp's SPM tokenizer
 // agrees with): code points looked up as pieces with byte fallback, then
@@ -10,11 +14,14 @@
 #include "core/model/tokenizer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <queue>
 
+#include "core/model/bpe.h"
 #include "core/model/gguf.h"
+#include "core/model/pretokenizer.h"
 
 namespace prepack {
 
@@ -184,7 +191,8 @@ bool IsValidUtf8(std::string_view s) { return FirstInvalidUtf8(s) == std::string
 
 namespace {
 
-absl::Status CheckSpecialId(const char* what, int64_t id, size_t vocab) {
+absl::Status CheckSpecialId(const char* what, int64_t id, size_t vocab, bool may_be_none = false) {
+    if (may_be_none && id == -1) return absl::OkStatus();
     if (id < 0 || static_cast<uint64_t>(id) >= vocab) {
         return absl::InvalidArgumentError(absl::StrCat(
             "tokenizer: ", what, " id ", id, " is out of range for a vocabulary of ", vocab));
@@ -212,17 +220,41 @@ absl::Status ReadOptionalBool(const GgufFile& file, const char* key, bool* value
 // Types for a vocabulary that stores none: byte tokens are recognisable by
 // their spelling, and the special ids must not decode as text.
 std::vector<int32_t> InferTypes(const std::vector<std::string>& pieces,
-                                int64_t bos_id, int64_t eos_id, int64_t unk_id) {
+                                int64_t bos_id, int64_t eos_id, int64_t unk_id, bool bpe) {
     std::vector<int32_t> types(pieces.size());
     for (size_t i = 0; i < pieces.size(); ++i) {
         types[i] = static_cast<int32_t>(
-            ParseByteToken(pieces[i]) >= 0 ? TokenType::kByte : TokenType::kNormal);
+            !bpe && ParseByteToken(pieces[i]) >= 0 ? TokenType::kByte : TokenType::kNormal);
     }
-    types[bos_id] = static_cast<int32_t>(TokenType::kControl);
-    types[eos_id] = static_cast<int32_t>(TokenType::kControl);
-    types[unk_id] = static_cast<int32_t>(TokenType::kUnknown);
+    if (bos_id >= 0) types[bos_id] = static_cast<int32_t>(TokenType::kControl);
+    if (eos_id >= 0) types[eos_id] = static_cast<int32_t>(TokenType::kControl);
+    if (unk_id >= 0) types[unk_id] = static_cast<int32_t>(TokenType::kUnknown);
     return types;
 }
+
+// Texts llama.cpp recognises special tokens by (llama-vocab.cpp, load()),
+// in the order this tokenizer prefers them when several exist (llama.cpp
+// takes whichever its hash map yields first).
+constexpr std::string_view kEotTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "<EOT>", "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "<end_of_utterance>",
+};
+constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
+constexpr std::string_view kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
+constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>"};
+// llama.cpp's special_eog_ids by text.
+constexpr std::string_view kEogTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~[",
+};
+// gpt-oss: llama.cpp always renders these (user-defined).
+constexpr std::string_view kAlwaysRenderedTexts[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
+
+// C isspace in the "C" locale, which llama.cpp's LSTRIP / RSTRIP use.
+bool IsCSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 }  // namespace
 
@@ -230,12 +262,16 @@ absl::StatusOr<Tokenizer> Tokenizer::FromPieces(std::vector<std::string> pieces,
                                                 std::vector<float> scores,
                                                 std::vector<int32_t> types,
                                                 int32_t bos_id, int32_t eos_id, int32_t unk_id) {
-    return Assemble(std::move(pieces), std::move(scores), std::move(types), bos_id, eos_id, unk_id,
-                    /*add_bos=*/true, /*add_space_prefix=*/true);
+    PP_ASSIGN_OR_RETURN(Tokenizer tok, Assemble(std::move(pieces), std::move(scores), std::move(types),
+                                                bos_id, eos_id, unk_id, /*add_bos=*/true,
+                                                /*add_space_prefix=*/true));
+    PP_RETURN_IF_ERROR(tok.FinishSpecials(nullptr));
+    return tok;
 }
 
 absl::StatusOr<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
     PP_ASSIGN_OR_RETURN(std::string model, file.GetString("tokenizer.ggml.model"));
+    if (model == "gpt2") return BpeFromGguf(file);
     if (model != "llama") {
         return absl::InvalidArgumentError(absl::StrCat("unsupported tokenizer model '", model, "'"));
     }
@@ -252,11 +288,56 @@ absl::StatusOr<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
     PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.bos_token_id", &bos));
     PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.eos_token_id", &eos));
     PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.unknown_token_id", &unk));
-    bool add_bos = true, add_space_prefix = true;
+    bool add_bos = true, add_eos = false, add_space_prefix = true;
     PP_RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_bos_token", &add_bos));
+    PP_RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_eos_token", &add_eos));
     PP_RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_space_prefix", &add_space_prefix));
-    return Assemble(std::move(pieces), std::move(scores), std::move(types), bos, eos, unk,
-                    add_bos, add_space_prefix);
+    PP_ASSIGN_OR_RETURN(Tokenizer tok, Assemble(std::move(pieces), std::move(scores), std::move(types),
+                                                bos, eos, unk, add_bos, add_space_prefix));
+    tok.add_eos_ = add_eos;
+    PP_RETURN_IF_ERROR(tok.FinishSpecials(&file));
+    return tok;
+}
+
+absl::StatusOr<Tokenizer> Tokenizer::BpeFromGguf(const GgufFile& file) {
+    std::string pre_name;
+    if (file.Has("tokenizer.ggml.pre")) {
+        PP_ASSIGN_OR_RETURN(pre_name, file.GetString("tokenizer.ggml.pre"));
+    }
+    PP_ASSIGN_OR_RETURN(PreTokenizer pre, PreTokenizer::ForName(pre_name));
+    PP_ASSIGN_OR_RETURN(std::vector<std::string> pieces, file.GetStringArray("tokenizer.ggml.tokens"));
+    std::vector<int32_t> types;
+    if (file.Has("tokenizer.ggml.token_type")) {
+        PP_ASSIGN_OR_RETURN(types, file.GetInt32Array("tokenizer.ggml.token_type"));
+    }
+    if (!file.Has("tokenizer.ggml.merges")) {
+        return absl::InvalidArgumentError("tokenizer: a gpt2 vocabulary needs tokenizer.ggml.merges");
+    }
+    PP_ASSIGN_OR_RETURN(std::vector<std::string> merges, file.GetStringArray("tokenizer.ggml.merges"));
+    // llama.cpp's BPE defaults: BOS = EOS = 11 (disabled when that is out of
+    // range), no unknown token; explicit ids must be in range.
+    const auto n = static_cast<int64_t>(pieces.size());
+    int64_t bos = n > 11 ? 11 : -1, eos = bos, unk = -1, pad = -1;
+    PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.bos_token_id", &bos));
+    PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.eos_token_id", &eos));
+    PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.unknown_token_id", &unk));
+    PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.padding_token_id", &pad));
+    PP_RETURN_IF_ERROR(CheckSpecialId("padding", pad, pieces.size(), /*may_be_none=*/true));
+    bool add_bos = pre.add_bos_default(), add_eos = false;
+    PP_RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_bos_token", &add_bos));
+    PP_RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_eos_token", &add_eos));
+    if (add_bos && bos < 0) return absl::InvalidArgumentError("tokenizer: add_bos_token is true, but there is no BOS id");
+    if (add_eos && eos < 0) return absl::InvalidArgumentError("tokenizer: add_eos_token is true, but there is no EOS id");
+
+    PP_ASSIGN_OR_RETURN(Tokenizer tok, Assemble(std::move(pieces), {}, std::move(types), bos, eos, unk,
+                                                add_bos, /*add_space_prefix=*/false, /*bpe=*/true));
+    tok.pad_id_ = static_cast<int32_t>(pad);
+    tok.add_eos_ = add_eos;
+    tok.pre_name_ = pre.name();
+    tok.pre_ = std::make_shared<const PreTokenizer>(std::move(pre));
+    tok.bpe_ = std::make_shared<const BpeMerges>(BpeMerges::Build(tok.piece_to_id_, tok.vocab_size(), merges));
+    PP_RETURN_IF_ERROR(tok.FinishSpecials(&file));
+    return tok;
 }
 
 absl::StatusOr<Tokenizer> Tokenizer::Synthetic(int vocab_size) {
@@ -286,15 +367,17 @@ absl::StatusOr<Tokenizer> Tokenizer::Synthetic(int vocab_size) {
         add(std::move(piece), -rank, TokenType::kNormal);
         return pieces.size() < n;
     });
-    return Assemble(std::move(pieces), std::move(scores), std::move(types), 1, 2, 0,
-                    /*add_bos=*/true, /*add_space_prefix=*/true);
+    PP_ASSIGN_OR_RETURN(Tokenizer tok, Assemble(std::move(pieces), std::move(scores), std::move(types),
+                                                1, 2, 0, /*add_bos=*/true, /*add_space_prefix=*/true));
+    PP_RETURN_IF_ERROR(tok.FinishSpecials(nullptr));
+    return tok;
 }
 
 absl::StatusOr<Tokenizer> Tokenizer::Assemble(std::vector<std::string> pieces,
                                               std::vector<float> scores,
                                               std::vector<int32_t> types,
                                               int64_t bos_id, int64_t eos_id, int64_t unk_id,
-                                              bool add_bos, bool add_space_prefix) {
+                                              bool add_bos, bool add_space_prefix, bool bpe) {
     const size_t n = pieces.size();
     if (n == 0) return absl::InvalidArgumentError("tokenizer: the vocabulary is empty");
     if (n > static_cast<size_t>(INT32_MAX)) {
@@ -309,10 +392,10 @@ absl::StatusOr<Tokenizer> Tokenizer::Assemble(std::vector<std::string> pieces,
         return absl::InvalidArgumentError(absl::StrCat(
             "tokenizer: ", types.size(), " token types for ", n, " tokens"));
     }
-    PP_RETURN_IF_ERROR(CheckSpecialId("BOS", bos_id, n));
-    PP_RETURN_IF_ERROR(CheckSpecialId("EOS", eos_id, n));
-    PP_RETURN_IF_ERROR(CheckSpecialId("unknown-token", unk_id, n));
-    if (types.empty()) types = InferTypes(pieces, bos_id, eos_id, unk_id);
+    PP_RETURN_IF_ERROR(CheckSpecialId("BOS", bos_id, n, bpe));
+    PP_RETURN_IF_ERROR(CheckSpecialId("EOS", eos_id, n, bpe));
+    PP_RETURN_IF_ERROR(CheckSpecialId("unknown-token", unk_id, n, bpe));
+    if (types.empty()) types = InferTypes(pieces, bos_id, eos_id, unk_id, bpe);
 
     Tokenizer tok;
     tok.types_.reserve(n);
@@ -430,25 +513,274 @@ std::vector<int32_t> Tokenizer::MergePairs(const std::vector<int32_t>& initial) 
     return out;
 }
 
-absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add_bos) const {
+void Tokenizer::EncodeSpmText(std::string_view text, bool space_prefix, std::vector<int32_t>* out) const {
+    std::string normalized;
+    if (space_prefix) normalized.append(kSpaceMarker);
+    normalized.append(ReplaceAll(text, " ", kSpaceMarker));
+    const std::vector<int32_t> merged = MergePairs(InitialSymbols(normalized));
+    out->insert(out->end(), merged.begin(), merged.end());
+}
+
+absl::Status Tokenizer::EncodeBpeText(std::string_view text, std::vector<int32_t>* out) const {
+    std::vector<std::pair<size_t, size_t>> words;
+    PP_RETURN_IF_ERROR(pre_->Split(text, &words));
+    for (const auto& [begin, end] : words) {
+        bpe_->EncodeWord(text.substr(begin, end - begin), pre_->ignore_merges(), piece_to_id_, out);
+    }
+    return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add_special,
+                                                       bool parse_special) const {
     const size_t bad = FirstInvalidUtf8(text);
     if (bad != std::string_view::npos) {
         return absl::InvalidArgumentError(absl::StrCat("text is not valid UTF-8 at byte ", bad));
     }
-    std::vector<int32_t> ids;
-    if (add_bos) ids.push_back(bos_id_);
-    if (text.empty()) return ids;   // no dummy prefix for empty text, as llama2.c
-
     // Symbols are indexed with int32; no sensible prompt comes near this.
     if (text.size() > static_cast<size_t>(INT32_MAX) / 4) {
         return absl::InvalidArgumentError(absl::StrCat("text of ", text.size(), " bytes is too long to encode"));
     }
-    std::string normalized;
-    if (add_space_prefix_) normalized.append(kSpaceMarker);
-    normalized.append(ReplaceAll(text, " ", kSpaceMarker));
-    const std::vector<int32_t> merged = MergePairs(InitialSymbols(normalized));
-    ids.insert(ids.end(), merged.begin(), merged.end());
+    std::vector<int32_t> ids;
+    // BOS / EOS as the vocabulary says (tokenizer.ggml.add_bos_token /
+    // add_eos_token; SPM vocabularies add BOS unless they say otherwise).
+    if (add_special && add_bos_ && bos_id_ >= 0) ids.push_back(bos_id_);
+    if (!bpe_) {
+        if (!text.empty() && !parse_special) {
+            EncodeSpmText(text, add_space_prefix_, &ids);
+        } else if (!text.empty()) {
+            // llama.cpp: every text fragment that follows a special token (or
+            // starts the text) gets the dummy prefix.
+            bool after_special = true;
+            for (const Fragment& f : Partition(text, true)) {
+                if (f.id >= 0) {
+                    ids.push_back(f.id);
+                    after_special = true;
+                } else {
+                    EncodeSpmText(text.substr(f.begin, f.end - f.begin), add_space_prefix_ && after_special, &ids);
+                    after_special = false;
+                }
+            }
+        }   // empty text: no dummy prefix, as llama2.c
+    } else {
+        for (const Fragment& f : Partition(text, parse_special)) {
+            if (f.id >= 0) {
+                ids.push_back(f.id);
+            } else {
+                PP_RETURN_IF_ERROR(EncodeBpeText(text.substr(f.begin, f.end - f.begin), &ids));
+            }
+        }
+    }
+    if (add_special && add_eos_ && eos_id_ >= 0) ids.push_back(eos_id_);
     return ids;
+}
+
+// ---- special tokens ---------------------------------------------------------
+
+absl::Status Tokenizer::FinishSpecials(const GgufFile* file) {
+    const auto n = static_cast<uint64_t>(vocab_size());
+    auto find = [&](std::string_view text) -> int32_t {
+        const auto it = piece_to_id_.find(std::string(text));
+        return it == piece_to_id_.end() ? -1 : it->second;
+    };
+    // An id from the file if present and in range (llama.cpp ignores an out
+    // of range one), else the first of `texts` in the vocabulary.
+    auto resolve = [&](const char* key, auto& texts) -> absl::StatusOr<int32_t> {
+        if (file != nullptr && file->Has(key)) {
+            PP_ASSIGN_OR_RETURN(uint64_t v, file->GetUint(key));
+            if (v < n) return static_cast<int32_t>(v);
+        }
+        for (std::string_view t : texts) {
+            if (const int32_t id = find(t); id >= 0) return id;
+        }
+        return -1;
+    };
+    constexpr std::string_view kEomTexts[] = {"<|eom_id|>"};
+    PP_ASSIGN_OR_RETURN(eot_id_, resolve("tokenizer.ggml.eot_token_id", kEotTexts));
+    PP_ASSIGN_OR_RETURN(eom_id_, resolve("tokenizer.ggml.eom_token_id", kEomTexts));
+    PP_ASSIGN_OR_RETURN(const int32_t fim_pad, resolve("tokenizer.ggml.fim_pad_token_id", kFimPadTexts));
+    PP_ASSIGN_OR_RETURN(const int32_t fim_rep, resolve("tokenizer.ggml.fim_rep_token_id", kFimRepTexts));
+    PP_ASSIGN_OR_RETURN(const int32_t fim_sep, resolve("tokenizer.ggml.fim_sep_token_id", kFimSepTexts));
+
+    // llama.cpp marks every token it recognises by text as a control token.
+    // Only for BPE here: SPM keeps the types the file gives, as it always
+    // has (this differs from llama.cpp only for e.g. Phi-3's user-defined
+    // "</s>", which llama.cpp decodes as nothing).
+    auto make_control = [&](int32_t id) {
+        if (bpe_ && id >= 0) types_[id] = TokenType::kControl;
+    };
+    std::vector<int32_t> eog;
+    for (const int32_t id : {fim_pad, fim_rep, fim_sep}) {
+        if (id >= 0) eog.push_back(id);
+    }
+    // (EOT / EOM found by text are among kEogTexts; FIM tokens found by
+    // text are promoted like them.)
+    auto found_by_text = [&](int32_t id, auto& texts) {
+        if (id < 0) return false;
+        for (std::string_view t : texts) {
+            if (pieces_[id] == t) return true;
+        }
+        return false;
+    };
+    if (found_by_text(fim_pad, kFimPadTexts)) make_control(fim_pad);
+    if (found_by_text(fim_rep, kFimRepTexts)) make_control(fim_rep);
+    if (found_by_text(fim_sep, kFimSepTexts)) make_control(fim_sep);
+    for (std::string_view t : kEogTexts) {
+        if (const int32_t id = find(t); id >= 0) {
+            eog.push_back(id);
+            make_control(id);
+        }
+    }
+    if (bpe_) {
+        for (std::string_view t : kAlwaysRenderedTexts) {
+            if (const int32_t id = find(t); id >= 0) types_[id] = TokenType::kUserDefined;
+        }
+    }
+    for (const int32_t id : {eos_id_, eot_id_, eom_id_}) {
+        if (id >= 0) eog.push_back(id);
+    }
+    std::sort(eog.begin(), eog.end());
+    eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+    auto in_eog = [&](std::string_view text) {
+        const int32_t id = find(text);
+        return id >= 0 && std::binary_search(eog.begin(), eog.end(), id) ? id : -1;
+    };
+    auto drop_eog = [&](int32_t id, TokenType becomes) {
+        eog.erase(std::find(eog.begin(), eog.end(), id));
+        if (bpe_) types_[id] = becomes;
+    };
+    // llama.cpp's workarounds: o200k_harmony / solar-open, where "<|end|>"
+    // ends a message but not the generation; gemma4 / paddleocr's "</s>".
+    const bool has_call = in_eog("<|call|>") >= 0 || in_eog("<|calls|>") >= 0;
+    if (const int32_t end = in_eog("<|end|>");
+        end >= 0 && has_call && (in_eog("<|return|>") >= 0 || in_eog("<|flush|>") >= 0)) {
+        drop_eog(end, TokenType::kUserDefined);
+    }
+    if (const int32_t s = in_eog("</s>"); s >= 0 && in_eog("<|tool_response>") >= 0) {
+        drop_eog(s, TokenType::kNormal);
+    }
+    eog_ids_ = std::move(eog);
+
+    // llama.cpp strips the whitespace after Phi-3's special tokens (chosen
+    // by the model's general.name).
+    std::string name;
+    if (file != nullptr && file->Has("general.name")) {
+        PP_ASSIGN_OR_RETURN(name, file->GetString("general.name"));
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    }
+    strip_.clear();
+    if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
+        strip_.assign(pieces_.size(), 0);
+        for (size_t id = 0; id < pieces_.size(); ++id) {
+            const TokenType t = types_[id];
+            if (t == TokenType::kControl || t == TokenType::kUserDefined || t == TokenType::kUnknown) strip_[id] = 2;
+        }
+        if (const int32_t id = find("</s>"); id >= 0) strip_[id] = 2;
+        for (std::string_view t : {"<unk>", "<s>", "<|endoftext|>"}) {
+            if (const int32_t id = find(t); id >= 0) strip_[id] = 0;
+        }
+    }
+    IndexSpecialTexts();
+    return absl::OkStatus();
+}
+
+void Tokenizer::IndexSpecialTexts() {
+    special_order_.clear();
+    for (int32_t id = 0; id < vocab_size(); ++id) {
+        const TokenType t = types_[id];
+        if ((t == TokenType::kControl || t == TokenType::kUserDefined || t == TokenType::kUnknown) &&
+            !pieces_[id].empty()) {
+            special_order_.push_back(id);
+        }
+    }
+    // Longest first (llama.cpp); equal lengths by id, where llama.cpp's
+    // unstable sort leaves the order unspecified.
+    std::stable_sort(special_order_.begin(), special_order_.end(), [&](int32_t a, int32_t b) {
+        return pieces_[a].size() > pieces_[b].size();
+    });
+    auto trie = std::make_shared<Trie>();
+    trie->terminal.push_back(-1);
+    for (size_t rank = 0; rank < special_order_.size(); ++rank) {
+        int32_t node = 0;
+        for (unsigned char c : pieces_[special_order_[rank]]) {
+            const uint64_t key = static_cast<uint64_t>(node) << 8 | c;
+            auto it = trie->edges.find(key);
+            if (it == trie->edges.end()) {
+                it = trie->edges.emplace(key, static_cast<int32_t>(trie->terminal.size())).first;
+                trie->terminal.push_back(-1);
+            }
+            node = it->second;
+        }
+        trie->terminal[node] = static_cast<int32_t>(rank);
+        trie->first_byte[static_cast<unsigned char>(pieces_[special_order_[rank]][0])] = true;
+    }
+    trie_ = std::move(trie);
+}
+
+std::vector<Tokenizer::Fragment> Tokenizer::Partition(std::string_view text, bool parse_special) const {
+    std::vector<Fragment> frags;
+    if (text.empty()) return frags;
+    frags.push_back(Fragment{-1, 0, text.size()});
+    // Which special texts occur at all: llama.cpp searches every fragment for
+    // every special token in turn; a token that is nowhere in the text can
+    // be skipped without changing the result, and most are.
+    std::vector<bool> occurs(special_order_.size(), false);
+    bool any = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (!trie_->first_byte[static_cast<unsigned char>(text[i])]) continue;
+        int32_t node = 0;
+        for (size_t j = i; j < text.size(); ++j) {
+            const auto it = trie_->edges.find(static_cast<uint64_t>(node) << 8 | static_cast<unsigned char>(text[j]));
+            if (it == trie_->edges.end()) break;
+            node = it->second;
+            if (const int32_t rank = trie_->terminal[node]; rank >= 0) occurs[rank] = any = true;
+        }
+    }
+    if (!any) return frags;
+
+    std::vector<Fragment> next;
+    for (size_t rank = 0; rank < special_order_.size(); ++rank) {
+        if (!occurs[rank]) continue;
+        const int32_t id = special_order_[rank];
+        const TokenType type = types_[id];
+        // Without parse_special only user-defined tokens are split out.
+        if (!parse_special && type != TokenType::kUserDefined) continue;
+        const std::string& piece = pieces_[id];
+        const bool lstrip = !strip_.empty() && (strip_[id] & 1);
+        const bool rstrip = !strip_.empty() && (strip_[id] & 2);
+        next.clear();
+        for (const Fragment& f : frags) {
+            if (f.id >= 0) {
+                next.push_back(f);
+                continue;
+            }
+            size_t begin = f.begin;
+            const size_t end = f.end;
+            while (true) {
+                const size_t match = text.substr(0, end).find(piece, begin);
+                if (match == std::string_view::npos) {
+                    if (end > begin) next.push_back(Fragment{-1, begin, end});
+                    break;
+                }
+                size_t left_end = match;
+                if (lstrip) {
+                    while (left_end > begin && IsCSpace(text[left_end - 1])) --left_end;
+                }
+                if (left_end > begin) next.push_back(Fragment{-1, begin, left_end});
+                next.push_back(Fragment{id, 0, 0});
+                begin = match + piece.size();
+                if (rstrip) {
+                    while (begin < end && IsCSpace(text[begin])) ++begin;
+                }
+            }
+        }
+        frags.swap(next);
+    }
+    return frags;
+}
+
+bool Tokenizer::IsEndOfGeneration(int32_t id) const {
+    return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id);
 }
 
 // ---- decoding ---------------------------------------------------------------
@@ -459,6 +791,15 @@ bool Tokenizer::IsControl(int32_t id) const {
 
 std::string Tokenizer::TokenBytes(int32_t id, bool after_bos) const {
     if (id < 0 || id >= vocab_size()) return "";
+    if (bpe_) {
+        // llama.cpp's token_to_piece with special = false.
+        switch (types_[id]) {
+            case TokenType::kNormal:      return BpeTextToBytes(pieces_[id]);
+            case TokenType::kUserDefined: return pieces_[id];   // stored raw, not byte-level
+            case TokenType::kByte:        return std::string(1, static_cast<char>(ParseByteToken(pieces_[id])));
+            default:                      return "";
+        }
+    }
     switch (types_[id]) {
         case TokenType::kByte:
             // Byte tokens are raw bytes, never the dummy prefix (that is "▁").
@@ -480,7 +821,9 @@ namespace {
 // rule: at the start and after every BOS, the first token that contributes
 // bytes loses its leading space. Updates `*first`; returns the token's bytes.
 std::string NextTokenBytes(const Tokenizer& tok, int32_t id, bool* first) {
-    if (id == tok.bos_id()) {
+    // (A BPE vocabulary may lack a real BOS: its default id can be a normal
+    // token, which must still print. BPE has no dummy prefix anyway.)
+    if (id == tok.bos_id() && (tok.vocab_type() == "spm" || tok.IsControl(id))) {
         *first = true;
         return "";
     }

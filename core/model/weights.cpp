@@ -24,8 +24,9 @@ struct Slot {
 struct Layout {
     struct Layer {
         Slot attn_norm, wqkv, wo, ffn_norm, w_gate_up, w_down;
+        Slot bqkv, q_norm, k_norm;   // only when the config has them
     };
-    Slot token_embd, output_norm, output;
+    Slot token_embd, output_norm, output, rope_freqs;
     size_t f32_total = 0, bf16_total = 0;
     std::vector<Layer> layers;
 };
@@ -46,6 +47,7 @@ Layout MakeLayout(const ModelConfig& c, cpu::DType dtype) {
     l.token_embd = mat(v * d);
     l.output_norm = vec(d);
     l.output = c.tied_output ? l.token_embd : mat(v * d);
+    if (c.rope_freqs) l.rope_freqs = vec(c.rope_dim / 2);
     for (int i = 0; i < c.n_layers; ++i) {
         Layout::Layer y;
         y.attn_norm = vec(d);
@@ -54,6 +56,11 @@ Layout MakeLayout(const ModelConfig& c, cpu::DType dtype) {
         y.ffn_norm = vec(d);
         y.w_gate_up = mat(2 * h * d);
         y.w_down = mat(d * h);
+        if (c.qkv_bias) y.bqkv = vec(c.qkv_dim());
+        if (c.qk_norm) {
+            y.q_norm = vec(c.head_dim);
+            y.k_norm = vec(c.head_dim);
+        }
         l.layers.push_back(y);
     }
     return l;
@@ -91,10 +98,17 @@ public:
         w.token_embd = matrix(l.token_embd);
         w.output_norm = f + l.output_norm.at;
         w.output = matrix(l.output);
+        if (c.rope_freqs) w.rope_freqs = f + l.rope_freqs.at;
         for (int i = 0; i < c.n_layers; ++i) {
             const Layout::Layer& y = l.layers[i];
-            w.layers.push_back({f + y.attn_norm.at, matrix(y.wqkv), matrix(y.wo), f + y.ffn_norm.at,
-                                matrix(y.w_gate_up), matrix(y.w_down)});
+            LayerWeights lw{f + y.attn_norm.at, matrix(y.wqkv), matrix(y.wo), f + y.ffn_norm.at,
+                            matrix(y.w_gate_up), matrix(y.w_down)};
+            if (c.qkv_bias) lw.bqkv = f + y.bqkv.at;
+            if (c.qk_norm) {
+                lw.q_norm = f + y.q_norm.at;
+                lw.k_norm = f + y.k_norm.at;
+            }
+            w.layers.push_back(lw);
         }
         return w;
     }
@@ -171,6 +185,14 @@ void FillUniform(Storage& storage, const Slot& slot, size_t n, float scale, uint
     storage.Commit(slot, n);
 }
 
+// Uniform in [lo, hi).
+void FillUniformIn(Storage& storage, const Slot& slot, size_t n, float lo, float hi, uint64_t seed,
+                   uint64_t tensor_id) {
+    FillUniform(storage, slot, n, 0.5f * (hi - lo), seed, tensor_id);
+    float* v = storage.Begin(slot, n);   // vectors are f32: this is the slot itself
+    for (size_t i = 0; i < n; ++i) v[i] += 0.5f * (hi + lo);
+}
+
 void FillConstant(Storage& storage, const Slot& slot, size_t n, float value) {
     float* dst = storage.Begin(slot, n);
     for (size_t i = 0; i < n; ++i) dst[i] = value;
@@ -182,6 +204,16 @@ void FillConstant(Storage& storage, const Slot& slot, size_t n, float value) {
 uint64_t WeightBytes(const ModelConfig& c, cpu::DType dtype) {
     const Layout l = MakeLayout(c, dtype);
     return l.f32_total * sizeof(float) + l.bf16_total * sizeof(uint16_t);
+}
+
+std::vector<float> RopeInverseFrequencies(const ModelConfig& c, const ModelWeights& w) {
+    std::vector<float> inv_freq;
+    for (int i = 0; i < c.rope_dim / 2; ++i) {
+        float f = 1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / c.rope_dim) / c.rope_scale;
+        if (w.rope_freqs != nullptr) f /= w.rope_freqs[i];
+        inv_freq.push_back(f);
+    }
+    return inv_freq;
 }
 
 absl::StatusOr<cpu::DType> ParseDType(const std::string& name) {
@@ -202,6 +234,7 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& f, const ModelConfig& c
     };
     std::vector<Part> parts = {{"token_embd.weight", {d, v}, l.token_embd}, {"output_norm.weight", {d}, l.output_norm}};
     if (!c.tied_output) parts.push_back({"output.weight", {d, v}, l.output});
+    if (c.rope_freqs) parts.push_back({"rope_freqs.weight", {static_cast<uint64_t>(c.rope_dim / 2)}, l.rope_freqs});
     for (int i = 0; i < c.n_layers; ++i) {
         const std::string p = absl::StrCat("blk.", i, ".");
         const Layout::Layer& y = l.layers[i];
@@ -214,6 +247,15 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& f, const ModelConfig& c
         parts.push_back({p + "ffn_gate.weight", {d, h}, y.w_gate_up});
         parts.push_back({p + "ffn_up.weight", {d, h}, y.w_gate_up + h * d});
         parts.push_back({p + "ffn_down.weight", {h, d}, y.w_down});
+        if (c.qkv_bias) {
+            parts.push_back({p + "attn_q.bias", {q}, y.bqkv});
+            parts.push_back({p + "attn_k.bias", {kv}, y.bqkv + q});
+            parts.push_back({p + "attn_v.bias", {kv}, y.bqkv + (q + kv)});
+        }
+        if (c.qk_norm) {
+            parts.push_back({p + "attn_q_norm.weight", {static_cast<uint64_t>(c.head_dim)}, y.q_norm});
+            parts.push_back({p + "attn_k_norm.weight", {static_cast<uint64_t>(c.head_dim)}, y.k_norm});
+        }
     }
     // Check every tensor before allocating: the storage size comes from the
     // file's metadata, so a tiny hostile file claiming a huge shape must be
@@ -254,7 +296,15 @@ absl::StatusOr<ModelWeights> SyntheticWeights(const ModelConfig& c, uint64_t see
         FillUniform(storage, y.wo, d * c.q_dim(), unit_q * damp, seed, id++);
         FillUniform(storage, y.w_gate_up, 2 * h * d, unit_d, seed, id++);
         FillUniform(storage, y.w_down, d * h, unit_h * damp, seed, id++);
+        // The optional parts, when a test's config asks for them, at scales
+        // that change the result without swamping it.
+        if (c.qkv_bias) FillUniform(storage, y.bqkv, c.qkv_dim(), 0.5f, seed, id++);
+        if (c.qk_norm) {
+            FillUniformIn(storage, y.q_norm, c.head_dim, 0.5f, 1.5f, seed, id++);
+            FillUniformIn(storage, y.k_norm, c.head_dim, 0.5f, 1.5f, seed, id++);
+        }
     }
+    if (c.rope_freqs) FillUniformIn(storage, l.rope_freqs, c.rope_dim / 2, 1.0f, 8.0f, seed, id++);
     return std::move(storage).Bind(c, l, dtype);
 }
 

@@ -26,12 +26,17 @@ struct LayerWeights {
     const float* ffn_norm;    // [dim]
     cpu::Matrix  w_gate_up;   // [2*hidden, dim]: gate (w1) rows, then up (w3) rows
     cpu::Matrix  w_down;      // [dim, hidden]
+    // Optional parts (null when the model has none):
+    const float* bqkv = nullptr;     // [q_dim + 2*kv_dim]: Q, K, V biases (qwen2; some llama files)
+    const float* q_norm = nullptr;   // [head_dim]: RMSNorm gain of each Q head before RoPE (qwen3)
+    const float* k_norm = nullptr;   // [head_dim]: the same for each K head
 };
 
 struct ModelWeights {
     cpu::Matrix  token_embd;   // [vocab, dim]
     const float* output_norm;  // [dim]
     cpu::Matrix  output;       // [vocab, dim]; equals token_embd when tied
+    const float* rope_freqs = nullptr;   // [rope_dim / 2]: each frequency's divisor (llama3 RoPE scaling), or null
     std::vector<LayerWeights> layers;
     cpu::DType   dtype = cpu::DType::kF32;   // of the matrices
 
@@ -54,6 +59,11 @@ absl::StatusOr<ModelWeights> SyntheticWeights(const ModelConfig& config, uint64_
 
 // Bytes the weights of `config` occupy with matrices in `dtype`.
 uint64_t WeightBytes(const ModelConfig& config, cpu::DType dtype = cpu::DType::kF32);
+
+// RoPE's rope_dim/2 inverse frequencies theta^(-2i/rope_dim), divided by
+// the linear scale and by rope_freqs.weight's factors where the model has
+// them (as llama.cpp applies them): what every pass rotates by.
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config, const ModelWeights& weights);
 
 // "f32" or "bf16" (INVALID_ARGUMENT naming the choices otherwise).
 absl::StatusOr<cpu::DType> ParseDType(const std::string& name);

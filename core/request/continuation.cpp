@@ -15,9 +15,11 @@ NextToken Continuation::Next(std::span<const float> logits, std::vector<int32_t>
     out.token = sampler_.Sample(logits, *tokens);
     tokens->push_back(out.token);
     ++generated_;
-    const bool eos = out.token == tok_->eos_id() && !limits_.ignore_eos;
+    // EOS, and the vocabulary's other end-of-generation tokens (<|eot_id|>,
+    // <|im_end|>, ...: what a chat model ends its turn with).
+    const bool eos = tok_->IsEndOfGeneration(out.token) && !limits_.ignore_eos;
     const bool length = generated_ >= limits_.max_tokens || static_cast<int32_t>(tokens->size()) >= limits_.max_context;
-    if (!eos) out.text = stops_.Push(detok_.Push(out.token));   // EOS has no text of its own
+    if (!eos) out.text = stops_.Push(detok_.Push(out.token));   // the end token's text is not output
     if (stops_.stopped()) {
         out.finished = true;
         out.reason = FinishReason::kStop;

@@ -3,8 +3,9 @@
 // (engine/generate.h) and by the engine alike. Each call takes the model's
 // next-token logits, samples a token (core/request/sampler.h), decodes its
 // text (whole UTF-8 only), holds back text that may still begin a stop
-// string, and says whether the generation ends: the model's EOS (unless
-// ignored), a stop string, max tokens, or the end of the context.
+// string, and says whether the generation ends: an end-of-generation token
+// (EOS, EOT, <|im_end|>, ... as the vocabulary says; unless EOS is ignored),
+// a stop string, max tokens, or the end of the context.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ namespace prepack {
 struct ContinuationLimits {
     int32_t max_tokens = 128;    // tokens to generate at most
     int32_t max_context = 0;     // the model's context: prompt + generated stay within it
-    bool    ignore_eos = false;  // keep going after the model's EOS
+    bool    ignore_eos = false;  // keep going after end-of-generation tokens
 };
 
 // What one sampled token adds.

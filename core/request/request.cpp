@@ -14,12 +14,18 @@ const char* FinishReasonName(FinishReason r) {
 }
 
 absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std::string& prompt,
-                                                   const std::vector<int32_t>& prompt_tokens, bool add_bos) {
+                                                   const std::vector<int32_t>& prompt_tokens, bool add_bos,
+                                                   bool parse_special) {
     const ModelConfig& c = model.config();
     std::vector<int32_t> ids = prompt_tokens;
     if (ids.empty()) {
-        if (prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
-        PP_ASSIGN_OR_RETURN(ids, model.tokenizer().Encode(prompt, add_bos));
+        // An empty text prompt is BOS alone, as in llama.cpp and llama2.c.
+        PP_ASSIGN_OR_RETURN(ids, model.tokenizer().Encode(prompt, add_bos, parse_special));
+        if (ids.empty()) {
+            return absl::InvalidArgumentError(
+                add_bos ? "prompt is empty and the vocabulary adds no BOS token to start from"
+                        : "prompt is empty (and BOS is not to be added)");
+        }
     }
     for (int32_t id : ids) {
         if (id < 0 || id >= c.vocab_size) {

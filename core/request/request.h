@@ -17,16 +17,19 @@ namespace prepack {
 enum class FinishReason { kStop, kLength, kEos, kCancelled, kError };
 const char* FinishReasonName(FinishReason r);
 
-// The prompt's token ids: `prompt_tokens` as given, else `prompt` encoded.
-// INVALID_ARGUMENT for an empty prompt, invalid UTF-8, ids outside the
-// vocabulary, or a prompt that leaves no room in the context.
+// The prompt's token ids: `prompt_tokens` as given, else `prompt` encoded
+// (BOS/EOS as the vocabulary says when `add_bos`; an empty prompt is BOS
+// alone). INVALID_ARGUMENT for a prompt of no tokens at all, invalid UTF-8,
+// ids outside the vocabulary, or a prompt that leaves no room in the context.
 absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std::string& prompt,
-                                                   const std::vector<int32_t>& prompt_tokens, bool add_bos);
+                                                   const std::vector<int32_t>& prompt_tokens, bool add_bos,
+                                                   bool parse_special = false);
 
 struct Request {
     std::string              prompt;          // used when prompt_tokens is empty
     std::vector<int32_t>     prompt_tokens;   // ids, taken as given (no BOS added)
-    bool                     add_bos = true;
+    bool                     add_bos = true;          // BOS/EOS as the vocabulary says (llama.cpp's add_special)
+    bool                     parse_special = false;   // control-token text (<|eot_id|>) becomes that token
     int32_t                  max_tokens = 128;
     SamplingParams           sampling;
     std::vector<std::string> stop;

@@ -35,8 +35,10 @@ void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, i
 }
 
 void Rope(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,
-          int rope_dim, const int32_t* positions, const float* inv_freq) {
+          int rope_dim, const int32_t* positions, const float* inv_freq, bool neox) {
     const int half = rope_dim / 2;
+    // Where the two members of pair i are.
+    const int stride = neox ? 1 : 2, partner = neox ? half : 1;
 #pragma omp parallel
     {
         // Each row's cos/sin are computed once and reused by all its heads.
@@ -53,12 +55,38 @@ void Rope(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, 
             for (int h = 0; h < n_heads; ++h) {
                 float* p = row + static_cast<int64_t>(h) * head_dim;
                 for (int i = 0; i < half; ++i) {
-                    const float a = p[2 * i], b = p[2 * i + 1];
-                    p[2 * i] = a * cs[i] - b * sn[i];
-                    p[2 * i + 1] = a * sn[i] + b * cs[i];
+                    float* pa = p + i * stride;
+                    const float a = pa[0], b = pa[partner];
+                    pa[0] = a * cs[i] - b * sn[i];
+                    pa[partner] = a * sn[i] + b * cs[i];
                 }
             }
         }
+    }
+}
+
+void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,
+                  const float* weight, float eps) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int h = 0; h < n_heads; ++h) {
+            float* v = x + r * row_stride + col + static_cast<int64_t>(h) * head_dim;
+            float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+            for (int i = 0; i < head_dim; ++i) ss += v[i] * v[i];
+            const float scale = 1.0f / std::sqrt(ss / static_cast<float>(head_dim) + eps);
+#pragma omp simd
+            for (int i = 0; i < head_dim; ++i) v[i] = weight[i] * (scale * v[i]);
+        }
+    }
+}
+
+void AddBias(float* x, const float* bias, int64_t rows, int64_t dim) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        float* row = x + r * dim;
+#pragma omp simd
+        for (int64_t i = 0; i < dim; ++i) row[i] += bias[i];
     }
 }
 

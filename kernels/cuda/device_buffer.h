@@ -32,6 +32,7 @@ public:
     T* as() const { return static_cast<T*>(data_); }
     void*  data() const { return data_; }
     size_t bytes() const { return bytes_; }
+    bool   empty() const { return data_ == nullptr; }
 
 private:
     void*  data_ = nullptr;

@@ -41,18 +41,48 @@ __global__ void GatherKernel(const void* table, bool table_bf16, const int32_t* 
 
 // One block per row; thread i rotates pair i of every head (sincos once per pair and row).
 __global__ void RopeKernel(void* x, bool bf16, int64_t row_stride, int64_t col, int n_heads, int head_dim,
-                           int rope_dim, const int32_t* positions, const float* inv_freq) {
+                           int rope_dim, const int32_t* positions, const float* inv_freq, bool neox) {
     const int64_t r = blockIdx.x;
     const float pos = static_cast<float>(positions[r]);
-    for (int i = threadIdx.x; i < rope_dim / 2; i += blockDim.x) {
+    const int half = rope_dim / 2;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
         float s, c;
         sincosf(pos * inv_freq[i], &s, &c);
+        const int first = neox ? i : 2 * i, second = neox ? i + half : 2 * i + 1;
         for (int h = 0; h < n_heads; ++h) {
-            const int64_t p = r * row_stride + col + static_cast<int64_t>(h) * head_dim + 2 * i;
-            const float a = LoadAct(x, p, bf16), b = LoadAct(x, p + 1, bf16);
-            StoreAct(x, p, a * c - b * s, bf16);
-            StoreAct(x, p + 1, a * s + b * c, bf16);
+            const int64_t p = r * row_stride + col + static_cast<int64_t>(h) * head_dim;
+            const float a = LoadAct(x, p + first, bf16), b = LoadAct(x, p + second, bf16);
+            StoreAct(x, p + first, a * c - b * s, bf16);
+            StoreAct(x, p + second, a * s + b * c, bf16);
         }
+    }
+}
+
+// One block per row, the heads one after another (each thread reads and
+// writes the same elements, so in place is safe).
+__global__ void RmsNormHeadsKernel(void* x, bool bf16, int64_t row_stride, int64_t col, int n_heads, int head_dim,
+                                   const float* weight, float eps) {
+    const int64_t r = blockIdx.x;
+    __shared__ float scratch[kThreads / 32];
+    for (int h = 0; h < n_heads; ++h) {
+        const int64_t base = r * row_stride + col + static_cast<int64_t>(h) * head_dim;
+        float ss = 0.0f;
+        for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+            const float v = LoadAct(x, base + i, bf16);
+            ss += v * v;
+        }
+        ss = BlockSum(ss, scratch);
+        const float scale = rsqrtf(ss / static_cast<float>(head_dim) + eps);
+        for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+            StoreAct(x, base + i, weight[i] * (scale * LoadAct(x, base + i, bf16)), bf16);
+        }
+    }
+}
+
+__global__ void AddBiasKernel(void* x, bool bf16, const float* bias, int64_t dim) {
+    const int64_t r = blockIdx.x;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+        StoreAct(x, r * dim + i, LoadAct(x, r * dim + i, bf16) + bias[i], bf16);
     }
 }
 
@@ -113,11 +143,23 @@ void Gather(const void* table, DType table_dtype, const int32_t* ids, void* out,
 }
 
 void Rope(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
-          const int32_t* positions, const float* inv_freq) {
+          const int32_t* positions, const float* inv_freq, bool neox) {
     if (rows > 0) {
         PP_LAUNCH(RopeKernel, rows, 64, 0)(x, act == DType::kBf16, row_stride, col, n_heads, head_dim, rope_dim, positions,
-                                 inv_freq);
+                                 inv_freq, neox);
     }
+}
+
+void RmsNormHeads(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,
+                  const float* weight, float eps) {
+    if (rows > 0) {
+        PP_LAUNCH(RmsNormHeadsKernel, rows, kThreads, 0)(x, act == DType::kBf16, row_stride, col, n_heads, head_dim,
+                                                         weight, eps);
+    }
+}
+
+void AddBias(void* x, DType act, const float* bias, int64_t rows, int64_t dim) {
+    if (rows > 0) PP_LAUNCH(AddBiasKernel, rows, kThreads, 0)(x, act == DType::kBf16, bias, dim);
 }
 
 void SwiGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act) {

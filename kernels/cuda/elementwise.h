@@ -21,11 +21,20 @@ void RmsNorm(const void* x, const float* weight, void* out, int64_t rows, int64_
 void Gather(const void* table, DType table_dtype, const int32_t* ids, void* out, int64_t rows, int64_t dim,
             DType act);
 
-// Rotary embedding on pairs (2i, 2i+1) of the first rope_dim dims of each
-// of `n_heads` heads starting at column `col` of each row, in place, at
-// positions[r]; inv_freq has rope_dim / 2 entries.
+// Rotary embedding of the first rope_dim dims of each of `n_heads` heads
+// starting at column `col` of each row, in place, at positions[r]: pairs
+// (2i, 2i+1), or with `neox` (i, i + rope_dim/2); inv_freq has rope_dim / 2
+// entries.
 void Rope(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
-          const int32_t* positions, const float* inv_freq);
+          const int32_t* positions, const float* inv_freq, bool neox);
+
+// In place: each of the `n_heads` heads of `head_dim` at column `col` of
+// each row becomes weight * h / rms(h) (Qwen3's Q/K norm).
+void RmsNormHeads(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,
+                  const float* weight, float eps);
+
+// x[r, i] += bias[i] for rows of width `dim`.
+void AddBias(void* x, DType act, const float* bias, int64_t rows, int64_t dim);
 
 // out[r, i] = silu(gu[r, i]) * gu[r, hidden + i].
 void SwiGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act);

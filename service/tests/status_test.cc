@@ -40,7 +40,10 @@ TEST(StatusTest, InvalidArgumentNamesTheField) {
         bad.push_back({field, r});
     };
     add("prompt", [](GenerateRequest& r) { r.clear_text(); });
-    add("text", [](GenerateRequest& r) { r.set_text(""); });
+    add("text", [](GenerateRequest& r) {   // empty text without BOS: nothing to start from
+        r.set_text("");
+        r.set_add_bos(false);
+    });
     add("token_ids.ids", [](GenerateRequest& r) { r.mutable_token_ids(); });
     add("token_ids.ids[1]", [](GenerateRequest& r) {
         r.mutable_token_ids()->add_ids(1);

@@ -129,8 +129,10 @@ int main(void) {
     CHECK_INVALID(prepack_generate_start(engine, &rq, NULL));
     CHECK_INVALID(prepack_generate_start(engine, &rq, &s));   /* no prompt */
     rq.prompt = "";
+    rq.add_bos = 0;   /* empty and no BOS: nothing to start from */
     CHECK_INVALID(prepack_generate_start(engine, &rq, &s));
     CHECK(strstr(prepack_last_error(), "empty") != NULL);
+    rq.add_bos = 1;
     rq.prompt = "fine";
     rq.temperature = -1.0f;
     CHECK_INVALID(prepack_generate_start(engine, &rq, &s));

@@ -85,7 +85,7 @@ extern "C" {
 #define PREPACK_VERSION_PATCH 0
 #define PREPACK_VERSION_STRING "0.1.0"
 /* Bumped whenever a struct gains a field or a function is added. */
-#define PREPACK_ABI_VERSION 4
+#define PREPACK_ABI_VERSION 5
 
 /* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
 ** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
@@ -228,6 +228,17 @@ PREPACK_API prepack_status prepack_engine_stats(const prepack_engine *engine, pr
 PREPACK_API prepack_status prepack_tokenize(const prepack_engine *engine, const char *text, size_t text_len,
                                             int add_bos, int32_t *tokens, size_t capacity, size_t *n_tokens);
 
+/* ABI 5: prepack_tokenize with llama.cpp's two switches. add_special != 0:
+** BOS (and EOS) as the vocabulary says (tokenizer.ggml.add_bos_token /
+** add_eos_token); prepack_tokenize's add_bos is this switch.
+** parse_special != 0: the text of control tokens such as <|eot_id|> or
+** <|im_end|> becomes that one token; 0: such text is ordinary text (the
+** safe default for untrusted input). Same buffers and errors as
+** prepack_tokenize. */
+PREPACK_API prepack_status prepack_tokenize_special(const prepack_engine *engine, const char *text, size_t text_len,
+                                                    int add_special, int parse_special, int32_t *tokens,
+                                                    size_t capacity, size_t *n_tokens);
+
 /* Decodes `n_tokens` ids into `text` (capacity bytes) and NUL-terminates it;
 ** *text_len receives the length without the NUL. When capacity is too
 ** small, returns OUT_OF_RANGE with *text_len set to the length needed (add
@@ -244,7 +255,8 @@ typedef struct prepack_request {
     const char        *prompt;              /* UTF-8, NUL-terminated; used when prompt_tokens is NULL */
     const int32_t     *prompt_tokens;       /* token ids taken as given (no BOS added) */
     size_t             n_prompt_tokens;
-    int32_t            add_bos;             /* default 1: BOS before the prompt text */
+    int32_t            add_bos;             /* default 1: BOS (and EOS) as the vocabulary says; an empty
+                                               prompt is then BOS alone */
     int32_t            max_tokens;          /* default 128; >= 1 */
     float              temperature;         /* default 1.0; 0 = greedy */
     int32_t            top_k;               /* default 0 = off */
@@ -264,6 +276,8 @@ typedef struct prepack_request {
                                                the layers, then 50%, 30%, 15%); in (0, 1): those layers
                                                keeping r^(1/3), r^(2/3), r; 1: score but keep all */
     const char        *lazy_schedule;       /* ABI 3: "LAYER:KEEP,..." overrides lazy_keep_ratio; NULL = unset */
+    int32_t            parse_special;       /* ABI 5: default 0; 1: control-token text in `prompt`
+                                               (<|eot_id|>, <|im_end|>) becomes that token */
 } prepack_request;
 
 /* Fills *request with defaults (and struct_size). NULL is ignored. */

@@ -1,0 +1,164 @@
+// The model families people download, at real shapes with real vocabularies:
+// the F32 files that ../shared/tools/make_realshape_models.py writes (Llama 3
+// untied, Llama 3.2 tied with rope_freqs, Qwen2 with biases, Qwen3 with Q/K
+// norm and its own head size, SPM variants with biases, rope_freqs, GQA,
+// Mistral) against llama.cpp's outputs on them
+// (../shared/models/realshape/reference-f32.json), compared as its README
+// says: prompt ids exactly; 32 greedy ids equal to one of llama.cpp's two
+// runs (flash attention off / on) up to that run's first step whose top-1
+// margin is under 0.05; the first position's top-5 logprobs within 1e-3 of
+// the flash-attention-off run. Also the naive reference pass against the
+// optimised one on each model. scripts/make_realshape_f32.sh makes the files
+// (PREPACK_REALSHAPE_DIR, default build/realshape-f32); without them the
+// tests skip and say so.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/engine/generate.h"
+#include "core/forward/cpu_pass.h"
+#include "core/model/reference.h"
+#include "tests/test_util.h"
+
+namespace prepack {
+namespace {
+
+std::string RealshapeDir() {
+    const char* env = std::getenv("PREPACK_REALSHAPE_DIR");
+    return env != nullptr && env[0] != '\0' ? env : PREPACK_REALSHAPE_DIR;
+}
+
+struct Case {
+    std::string          model, prompt;
+    std::vector<int32_t> prompt_tokens;
+    std::vector<int32_t> greedy_off, greedy_on;
+    std::vector<double>  margins_off, margins_on;
+    std::vector<std::pair<int32_t, double>> top5_off;   // (id, logprob)
+};
+
+std::vector<Case> LoadCases() {
+    const nlohmann::json ref = nlohmann::json::parse(
+        testing::ReadFile(testing::ModelsDir() + "/realshape/reference-f32.json"));
+    std::map<std::pair<std::string, std::string>, Case> by_key;
+    for (const auto& c : ref["cases"]) {
+        Case& k = by_key[{c["model"], c["prompt"]}];
+        k.model = c["model"];
+        k.prompt = c["prompt"];
+        k.prompt_tokens = c["prompt_tokens"].get<std::vector<int32_t>>();
+        const bool off = c["flash_attn"] == "off";
+        (off ? k.greedy_off : k.greedy_on) = c["greedy_ids"].get<std::vector<int32_t>>();
+        (off ? k.margins_off : k.margins_on) = c["top1_margins"].get<std::vector<double>>();
+        if (off) {
+            for (const auto& t : c["first_top5"]) k.top5_off.emplace_back(t["id"], t["logprob"]);
+        }
+    }
+    std::vector<Case> out;
+    for (auto& [key, c] : by_key) out.push_back(std::move(c));
+    return out;
+}
+
+// Whether `got` equals `want` up to (not including) the first step whose
+// llama.cpp top-1 margin is below 0.05: past a near tie either token is right.
+bool GreedyMatches(const std::vector<int32_t>& got, const std::vector<int32_t>& want,
+                   const std::vector<double>& margins) {
+    for (size_t i = 0; i < want.size(); ++i) {
+        if (i < margins.size() && margins[i] < 0.05) return true;
+        if (i >= got.size() || got[i] != want[i]) return false;
+    }
+    return true;
+}
+
+std::vector<double> LogSoftmax(const std::vector<float>& logits) {
+    double max = *std::max_element(logits.begin(), logits.end()), sum = 0.0;
+    for (float x : logits) sum += std::exp(double(x) - max);
+    const double log_z = max + std::log(sum);
+    std::vector<double> out;
+    for (float x : logits) out.push_back(double(x) - log_z);
+    return out;
+}
+
+class RealshapeTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!testing::FileExists(testing::ModelsDir() + "/realshape/reference-f32.json")) {
+            GTEST_SKIP() << "no " << testing::ModelsDir() << "/realshape/reference-f32.json";
+        }
+        if (!testing::FileExists(RealshapeDir() + "/llama-spm.gguf")) {
+            GTEST_SKIP() << "no F32 real-shape models in " << RealshapeDir()
+                         << " (make them with scripts/make_realshape_f32.sh; needs PyPI numpy and gguf)";
+        }
+        cases_ = LoadCases();
+    }
+    // The model of `name`, loaded once per test.
+    Model& Get(const std::string& name) {
+        auto& m = models_[name];
+        if (!m) {
+            auto loaded = Model::Load(RealshapeDir() + "/" + name);
+            EXPECT_TRUE(loaded.ok()) << name << ": " << loaded.status();
+            if (loaded.ok()) m = std::move(*loaded);
+        }
+        return *m;
+    }
+    std::vector<Case> cases_;
+    std::map<std::string, std::unique_ptr<Model>> models_;
+};
+
+TEST_F(RealshapeTest, PromptIdsGreedyIdsAndFirstLogprobsAgreeWithLlamaCpp) {
+    int checked = 0;
+    for (const Case& c : cases_) {
+        SCOPED_TRACE(c.model + " / \"" + c.prompt + "\"");
+        Model& m = Get(c.model);
+        if (::testing::Test::HasFatalFailure() || models_[c.model] == nullptr) continue;
+        auto pool = KvBlockPool::Create(m.config(), 16, 8ull << 20);
+        ASSERT_TRUE(pool.ok()) << pool.status();
+        ForwardPass fwd(m, **pool);
+        GenerateRequest req;
+        req.prompt = c.prompt;
+        req.max_tokens = static_cast<int32_t>(c.greedy_off.size());
+        req.sampling.temperature = 0.0f;
+        req.ignore_eos = true;
+        auto r = Generate(fwd, req);
+        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_EQ(r->prompt_tokens, c.prompt_tokens);
+        EXPECT_TRUE(GreedyMatches(r->tokens, c.greedy_off, c.margins_off) ||
+                    GreedyMatches(r->tokens, c.greedy_on, c.margins_on))
+            << "greedy ids differ from both llama.cpp runs";
+        const std::vector<double> lp = LogSoftmax(r->first_logits);
+        for (const auto& [id, want] : c.top5_off) EXPECT_NEAR(lp[id], want, 1e-3) << "first-position logprob of " << id;
+        ++checked;
+    }
+    EXPECT_EQ(checked, 36) << "every model and prompt of reference-f32.json";
+}
+
+TEST_F(RealshapeTest, TheReferencePassAgreesWithTheOptimisedOne) {
+    std::map<std::string, bool> done;
+    for (const Case& c : cases_) {
+        if (done[c.model]) continue;
+        done[c.model] = true;
+        SCOPED_TRACE(c.model);
+        Model& m = Get(c.model);
+        if (models_[c.model] == nullptr) continue;
+        auto pool = KvBlockPool::Create(m.config(), 16, 8ull << 20);
+        ASSERT_TRUE(pool.ok()) << pool.status();
+        ForwardPass fwd(m, **pool);
+        GenerateRequest req;
+        req.prompt_tokens = c.prompt_tokens;
+        req.max_tokens = 1;
+        auto r = Generate(fwd, req);
+        ASSERT_TRUE(r.ok()) << r.status();
+        ReferenceForward ref(m);
+        std::vector<float> want;
+        for (int32_t t : c.prompt_tokens) want = ref.Step(t);
+        EXPECT_LT(testing::MaxRelDiff(r->first_logits.data(), want.data(), want.size()), 1e-3);
+    }
+}
+
+}  // namespace
+}  // namespace prepack
