@@ -1,5 +1,7 @@
-// `prepack inspect`: what a model is — architecture, hyper-parameters,
-// tensors and their types, vocabulary.
+// `prepack inspect`: what a model is — architecture and its optional parts,
+// hyper-parameters, tensors and their types, vocabulary (type, pre-tokenizer,
+// special and end-of-generation tokens), and the memory its weights and KV
+// cache take.
 #include <cstdio>
 #include <map>
 
@@ -9,6 +11,7 @@
 #include "cli/common.h"
 #include "core/model/gguf.h"
 #include "core/model/model_config.h"
+#include "core/model/tokenizer.h"
 #include "core/model/weights.h"
 
 namespace prepack::cli {
@@ -51,9 +54,32 @@ absl::StatusOr<nlohmann::json> Describe(const std::string& spec) {
         PP_ASSIGN_OR_RETURN(std::string tm, f->GetString("tokenizer.ggml.model"));
         j["tokenizer"] = tm;
     }
-    if (f->Has("tokenizer.ggml.tokens")) {
-        PP_ASSIGN_OR_RETURN(std::vector<std::string> toks, f->GetStringArray("tokenizer.ggml.tokens"));
-        j["tokenizer_vocab_size"] = toks.size();
+    // The vocabulary as the engine reads it; a file whose tokenizer cannot
+    // be read is still described, with the reason.
+    if (absl::StatusOr<Tokenizer> tok = Tokenizer::FromGguf(*f); tok.ok()) {
+        j["tokenizer_vocab_size"] = tok->vocab_size();
+        j["vocab_type"] = std::string(tok->vocab_type());
+        if (!tok->pre_tokenizer().empty()) j["pre_tokenizer"] = tok->pre_tokenizer();
+        nlohmann::json special = nlohmann::json::object();
+        auto add = [&](const char* what, int32_t id) {
+            if (id >= 0) special[what] = {{"id", id}, {"text", tok->Piece(id)}};
+        };
+        add("bos", tok->bos_id());
+        add("eos", tok->eos_id());
+        add("eot", tok->eot_id());
+        add("eom", tok->eom_id());
+        add("unk", tok->unk_id());
+        add("pad", tok->pad_id());
+        j["special_tokens"] = special;
+        nlohmann::json eog = nlohmann::json::array();
+        for (int32_t id = 0; id < tok->vocab_size(); ++id) {
+            if (tok->IsEndOfGeneration(id)) eog.push_back(tok->Piece(id));
+        }
+        j["end_of_generation"] = eog;
+        j["add_bos"] = tok->add_bos();
+        j["add_eos"] = tok->add_eos();
+    } else {
+        j["tokenizer_error"] = std::string(tok.status().message());
     }
     nlohmann::json meta = nlohmann::json::object();
     for (const std::string& k : f->Keys()) meta[k] = f->ValueSummary(k);
@@ -67,7 +93,9 @@ void PrintText(const nlohmann::json& j) {
                           "rope_scale", "rope_freqs", "qkv_bias", "qk_norm", "norm_eps",
                           "context_length", "vocab_size", "tied_output", "weight_bytes_f32", "weight_bytes_bf16",
                           "kv_bytes_per_token_f32", "gguf_version", "file_bytes",
-                          "tensor_count", "tensor_types", "tokenizer", "tokenizer_vocab_size", "weights"}) {
+                          "tensor_count", "tensor_types", "tokenizer", "tokenizer_vocab_size", "vocab_type",
+                          "pre_tokenizer", "special_tokens", "end_of_generation", "add_bos", "add_eos",
+                          "tokenizer_error", "weights"}) {
         if (j.contains(k)) std::printf("%-22s %s\n", k, j[k].dump().c_str());
     }
     if (j.contains("metadata")) {

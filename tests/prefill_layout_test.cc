@@ -2,6 +2,7 @@
 // shapes, and numerical equivalence of padded, sorted, packed and ragged
 // prefill (logits, KV contents, greedy continuations) with one-at-a-time runs.
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <set>
 
@@ -313,6 +314,59 @@ TEST(LayoutStories, ReferenceContinuationsInEveryLayout) {
         const auto got = GreedyContinue(fwd, kv, r->logits, 48);
         for (size_t i = 0; i < ref["cases"].size(); ++i) {
             EXPECT_EQ(got[2 + i], ref["cases"][i]["greedy_ids"].get<std::vector<int32_t>>()) << i;
+        }
+    }
+}
+
+// The layouts on real model families with BPE vocabularies (the F32
+// real-shape files of realshape_test; skipped without them): Qwen2 (Q/K/V
+// biases, NEOX RoPE) and Llama 3.2 (rope_freqs, tied output) give the same
+// next-token logits and greedy continuations in every layout.
+TEST(LayoutRealshape, BpeModelsGiveTheSameLogitsInEveryLayout) {
+    const char* env = std::getenv("PREPACK_REALSHAPE_DIR");
+    const std::string dir = env != nullptr && env[0] != '\0' ? env : PREPACK_REALSHAPE_DIR;
+    if (!testing::FileExists(dir + "/qwen2.gguf")) {
+        GTEST_SKIP() << "no " << dir << "/qwen2.gguf (make it with scripts/make_realshape_f32.sh)";
+    }
+    for (const char* name : {"qwen2.gguf", "llama32-bpe.gguf"}) {
+        SCOPED_TRACE(name);
+        auto m = Model::Load(dir + "/" + name);
+        ASSERT_TRUE(m.ok()) << m.status();
+        const ModelConfig& c = (*m)->config();
+        std::vector<std::vector<int32_t>> prompts;
+        for (const char* text : {"Once upon a time", "The capital of France is", "def add(a, b):\n    return a + b",
+                                 "Zürich 2024: 東京 and Москва, <|eot_id|> 42"}) {
+            prompts.push_back((*m)->tokenizer().Encode(text, true).value());
+        }
+        std::vector<float> first;   // the first layout's logits, every prompt
+        std::vector<std::vector<int32_t>> first_tokens;
+        for (PrefillLayout layout : kLayouts) {
+            SCOPED_TRACE(PrefillLayoutName(layout));
+            auto pool = KvBlockPool::Create(c, 16, 16ull << 20);
+            ASSERT_TRUE(pool.ok());
+            ForwardPass fwd(**m, **pool);
+            LayoutOptions o;
+            o.sorted_batch = 2;
+            auto plan = PlanPrefill(layout, prompts, o);
+            ASSERT_TRUE(plan.ok());
+            std::vector<BlockTable> tables(prompts.size());
+            std::vector<BlockTable*> kv;
+            for (auto& t : tables) kv.push_back(&t);
+            auto r = RunPrefill(fwd, *plan, kv);
+            ASSERT_TRUE(r.ok()) << r.status();
+            const auto tokens = GreedyContinue(fwd, kv, r->logits, 8);
+            if (first.empty()) {
+                first.assign(r->logits.data(), r->logits.data() + prompts.size() * c.vocab_size);
+                first_tokens = tokens;
+                continue;
+            }
+            for (size_t p = 0; p < prompts.size(); ++p) {
+                EXPECT_LT(testing::MaxRelDiff(r->logits.data() + p * c.vocab_size, first.data() + p * c.vocab_size,
+                                              c.vocab_size),
+                          1e-4)
+                    << "prompt " << p;
+            }
+            EXPECT_EQ(tokens, first_tokens);
         }
     }
 }

@@ -110,6 +110,46 @@ func (e *Engine) GenerateBatch(ctx context.Context, reqs []Request) ([]Result, e
 	return results, nil
 }
 
+// Tokenize returns the token ids of the UTF-8 text. With addSpecial, BOS
+// (and EOS) are added as the model's vocabulary says. With parseSpecial,
+// the text of a control token such as <|eot_id|> or <|im_end|> becomes that
+// one token; without it such text is ordinary text, the safe choice for
+// untrusted input. Errors: InvalidArgument for invalid UTF-8,
+// FailedPrecondition once the engine is closed.
+func (e *Engine) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	var out native.IntVector
+	err := e.use(func(h native.Engine) error {
+		return call(func(st native.Status) { out = h.Tokenize(text, addSpecial, parseSpecial, st) })
+	})
+	if out != nil {
+		defer native.DeleteIntVector(out) // returned by value: ours even on failure
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ints(out), nil
+}
+
+// Detokenize returns the text of ids, exactly: control tokens (BOS, EOS)
+// give no text, and Detokenize(Tokenize(s, false, false)) == s. Errors:
+// InvalidArgument for an id outside the vocabulary, FailedPrecondition
+// once the engine is closed.
+func (e *Engine) Detokenize(ids []int32) (string, error) {
+	in := native.NewIntVector()
+	defer native.DeleteIntVector(in)
+	for _, id := range ids {
+		in.Add(int(id))
+	}
+	var text string
+	err := e.use(func(h native.Engine) error {
+		return call(func(st native.Status) { text = h.Detokenize(in, st) })
+	})
+	if err != nil {
+		return "", err
+	}
+	return text, nil
+}
+
 // Close stops the engine and frees the model. Running requests end with
 // Cancelled; a GenerateBatch in flight is waited for. Closing twice is
 // harmless; other calls on a closed engine return FailedPrecondition.

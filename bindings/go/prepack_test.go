@@ -23,6 +23,7 @@ import (
 
 type refCase struct {
 	Prompt    string  `json:"prompt"`
+	PromptIDs []int32 `json:"prompt_ids"` // llama2.c's encoding, BOS (id 1) first
 	GreedyIDs []int32 `json:"greedy_ids"`
 }
 
@@ -273,6 +274,74 @@ func TestInvalidArgumentsAreErrorsWithTheMessage(t *testing.T) {
 	}
 }
 
+func TestTokenizeEqualsReferenceAndDetokenizeRoundTrips(t *testing.T) {
+	for _, c := range cases {
+		if len(c.PromptIDs) < 2 || c.PromptIDs[0] != 1 {
+			t.Fatalf("%q: reference.json has no prompt_ids starting with BOS: %v", c.Prompt, c.PromptIDs)
+		}
+		ids, err := engine.Tokenize(c.Prompt, true, false)
+		if err != nil || !reflect.DeepEqual(ids, c.PromptIDs) {
+			t.Errorf("%q with BOS: err %v\n got %v\nwant %v", c.Prompt, err, ids, c.PromptIDs)
+		}
+		bare, err := engine.Tokenize(c.Prompt, false, false)
+		if err != nil || !reflect.DeepEqual(bare, c.PromptIDs[1:]) {
+			t.Errorf("%q without BOS: err %v\n got %v\nwant %v", c.Prompt, err, bare, c.PromptIDs[1:])
+		}
+		if text, err := engine.Detokenize(bare); err != nil || text != c.Prompt {
+			t.Errorf("%q: Detokenize(Tokenize) = %q, %v", c.Prompt, text, err)
+		}
+		if text, err := engine.Detokenize(c.PromptIDs); err != nil || text != c.Prompt { // BOS decodes to nothing
+			t.Errorf("%q: Detokenize(prompt_ids) = %q, %v", c.Prompt, text, err)
+		}
+	}
+	if text, err := engine.Detokenize(nil); err != nil || text != "" {
+		t.Errorf("Detokenize(nil) = %q, %v", text, err)
+	}
+	for _, bad := range [][]int32{{1, 1 << 30}, {-1}, {512}} { // stories260K has 512 ids
+		_, err := engine.Detokenize(bad)
+		if prepack.CodeOf(err) != prepack.InvalidArgument || !strings.Contains(err.Error(), "vocabulary") {
+			t.Errorf("Detokenize(%v): %v", bad, err)
+		}
+	}
+	if _, err := engine.Tokenize("\xff", false, false); prepack.CodeOf(err) != prepack.InvalidArgument {
+		t.Errorf("invalid UTF-8: %v", err)
+	}
+}
+
+func TestParseSpecialMakesControlTextOneToken(t *testing.T) {
+	// stories260K's id 2 is the control token </s> (its README).
+	if ids, err := engine.Tokenize("</s>", false, true); err != nil || !reflect.DeepEqual(ids, []int32{2}) {
+		t.Errorf("parse_special on: %v, %v", ids, err)
+	}
+	plain, err := engine.Tokenize("</s>", false, false)
+	if err != nil || len(plain) < 2 {
+		t.Fatalf("parse_special off: %v, %v", plain, err)
+	}
+	for _, id := range plain {
+		if id == 2 {
+			t.Errorf("parse_special off gave the control token: %v", plain)
+		}
+	}
+	// The request field reaches the engine: BOS + </s> is two prompt tokens.
+	req := prepack.Request{Prompt: "</s>", ParseSpecial: true, MaxTokens: 1, IgnoreEOS: true}
+	r, err := engine.Complete(context.Background(), req)
+	if err != nil || r.Usage.PromptTokens != 2 {
+		t.Errorf("request with ParseSpecial: err %v, %d prompt tokens", err, r.Usage.PromptTokens)
+	}
+	req.ParseSpecial = false
+	r, err = engine.Complete(context.Background(), req)
+	if err != nil || r.Usage.PromptTokens != 1+len(plain) {
+		t.Errorf("request without ParseSpecial: err %v, %d prompt tokens, want %d", err, r.Usage.PromptTokens, 1+len(plain))
+	}
+}
+
+func TestAnEmptyPromptWithBOSGenerates(t *testing.T) {
+	r, err := engine.Complete(context.Background(), prepack.Request{MaxTokens: 4, IgnoreEOS: true})
+	if err != nil || r.Usage.CompletionTokens == 0 || len(r.Tokens) == 0 || r.Usage.PromptTokens != 1 {
+		t.Fatalf("empty prompt: err %v, usage %+v", err, r.Usage)
+	}
+}
+
 func TestBF16WeightsGenerateAndABadDTypeIsAnError(t *testing.T) {
 	e, err := prepack.Open(prepack.Options{Model: "synthetic:tiny", Threads: 1, DType: prepack.BF16})
 	if err != nil {
@@ -314,9 +383,19 @@ func TestClosingTwiceIsHarmlessAndAClosedEngineIsAnError(t *testing.T) {
 	if _, err := e.GenerateBatch(context.Background(), []prepack.Request{greedy(cases[0])}); prepack.CodeOf(err) != prepack.FailedPrecondition {
 		t.Errorf("closed engine batch: %v", err)
 	}
+	if _, err := e.Tokenize("Once", true, false); prepack.CodeOf(err) != prepack.FailedPrecondition ||
+		!strings.Contains(err.Error(), "closed") {
+		t.Errorf("closed engine tokenize: %v", err)
+	}
+	if _, err := e.Detokenize([]int32{1}); prepack.CodeOf(err) != prepack.FailedPrecondition {
+		t.Errorf("closed engine detokenize: %v", err)
+	}
 	var nilEngine *prepack.Engine
 	if _, err := nilEngine.Generate(context.Background(), greedy(cases[0])); err == nil {
 		t.Error("nil engine: no error")
+	}
+	if _, err := nilEngine.Tokenize("Once", true, false); prepack.CodeOf(err) != prepack.FailedPrecondition {
+		t.Errorf("nil engine tokenize: %v", err)
 	}
 }
 

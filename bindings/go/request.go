@@ -8,7 +8,8 @@ import "prepack.dev/prepack/bindings/internal/native"
 type Request struct {
 	Prompt            string   // UTF-8 text; used when PromptTokens is empty
 	PromptTokens      []int32  // token ids taken as given (no BOS added)
-	NoBOS             bool     // do not put BOS before Prompt
+	NoBOS             bool     // do not put BOS before Prompt (an empty Prompt then is an error)
+	ParseSpecial      bool     // control-token text in Prompt (<|eot_id|>) becomes that one token; off: ordinary text
 	MaxTokens         int      // tokens to generate; 0 = 128
 	Temperature       float32  // 0 = greedy
 	TopK              int      // 0 = off
@@ -38,6 +39,7 @@ func (r *Request) toNative() native.Request {
 		n.SetPrompt(r.Prompt)
 	}
 	n.SetAddBos(!r.NoBOS)
+	n.SetParseSpecial(r.ParseSpecial)
 	if r.MaxTokens != 0 {
 		n.SetMaxTokens(r.MaxTokens)
 	}

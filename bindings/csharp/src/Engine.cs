@@ -92,6 +92,38 @@ namespace Prepack
         }
 
         /// <summary>
+        /// The token ids of UTF-8 text. With addSpecial, BOS (and EOS) are added as
+        /// the model's vocabulary says. With parseSpecial, the text of a control
+        /// token such as &lt;|eot_id|&gt; becomes that one token; without it such
+        /// text is ordinary text, the safe choice for untrusted input.
+        /// PrepackException InvalidArgument for invalid UTF-8, FailedPrecondition
+        /// once the engine is disposed.
+        /// </summary>
+        public int[] Tokenize(string text, bool addSpecial, bool parseSpecial)
+        {
+            if (text == null) throw new ArgumentNullException("text");
+            using (Native.IntVector ids = handle.Call(e => e.Tokenize(text, addSpecial, parseSpecial)))
+            {
+                return ids.ToArray();
+            }
+        }
+
+        /// <summary>
+        /// The text of token ids, exactly: control tokens (BOS, EOS) give no text,
+        /// and Detokenize(Tokenize(s, false, false)) == s. PrepackException
+        /// InvalidArgument for an id outside the vocabulary, FailedPrecondition
+        /// once the engine is disposed.
+        /// </summary>
+        public string Detokenize(int[] ids)
+        {
+            if (ids == null) throw new ArgumentNullException("ids");
+            using (var input = new Native.IntVector(ids))
+            {
+                return handle.Call(e => e.Detokenize(input));
+            }
+        }
+
+        /// <summary>
         /// Stops the engine and frees the model. Running requests end with
         /// Cancelled; a GenerateBatch in flight is waited for. Idempotent; later
         /// calls throw FailedPrecondition.

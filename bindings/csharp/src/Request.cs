@@ -25,7 +25,17 @@ namespace Prepack
 
         public string Prompt { get; private set; }
         public IList<int> PromptTokens { get; private set; }
+        /// <summary>
+        /// BOS (and EOS) as the vocabulary says; on by default. Off, an empty prompt
+        /// is InvalidArgument; on, it is BOS alone.
+        /// </summary>
         public bool? AddBos { get; set; }
+        /// <summary>
+        /// Control-token text in the prompt, such as &lt;|eot_id|&gt;, becomes that
+        /// one token; off (the default) it is ordinary text, the safe choice for
+        /// untrusted input.
+        /// </summary>
+        public bool? ParseSpecial { get; set; }
         /// <summary>Tokens to generate, at least 1.</summary>
         public int? MaxTokens { get; set; }
         /// <summary>0 = greedy.</summary>
@@ -63,6 +73,7 @@ namespace Prepack
                 n.Prompt = Prompt ?? "";
             }
             if (AddBos.HasValue) n.AddBos = AddBos.Value;
+            if (ParseSpecial.HasValue) n.ParseSpecial = ParseSpecial.Value;
             if (MaxTokens.HasValue) n.MaxTokens = MaxTokens.Value;
             if (Temperature.HasValue) n.Temperature = Temperature.Value;
             if (TopK.HasValue) n.TopK = TopK.Value;

@@ -20,6 +20,7 @@ namespace Prepack.Tests
         private sealed class Case
         {
             public string Prompt;
+            public int[] PromptIds;   // llama2.c's encoding, BOS (id 1) first
             public int[] GreedyIds;
         }
 
@@ -56,18 +57,23 @@ namespace Prepack.Tests
             if (engine != null) engine.Dispose();
         }
 
-        // reference.json's cases: each "prompt" string, then its "greedy_ids" array.
+        // reference.json's cases: each "prompt" string, then its "prompt_ids" and "greedy_ids" arrays.
         private static List<Case> ReadCases(string json)
         {
-            var re = new Regex("\"prompt\"\\s*:\\s*\"([^\"]*)\".*?\"greedy_ids\"\\s*:\\s*\\[([^\\]]*)\\]", RegexOptions.Singleline);
+            var re = new Regex("\"prompt\"\\s*:\\s*\"([^\"]*)\".*?\"prompt_ids\"\\s*:\\s*\\[([^\\]]*)\\]" +
+                               ".*?\"greedy_ids\"\\s*:\\s*\\[([^\\]]*)\\]", RegexOptions.Singleline);
             var result = new List<Case>();
             foreach (Match m in re.Matches(json))
             {
-                int[] ids = m.Groups[2].Value.Split(',').Select(s => int.Parse(s.Trim())).ToArray();
-                result.Add(new Case { Prompt = m.Groups[1].Value, GreedyIds = ids });
+                result.Add(new Case { Prompt = m.Groups[1].Value, PromptIds = ParseIds(m.Groups[2].Value), GreedyIds = ParseIds(m.Groups[3].Value) });
             }
             Assert.That(result.Count, Is.GreaterThanOrEqualTo(2), "reference.json has its cases");
             return result;
+        }
+
+        private static int[] ParseIds(string list)
+        {
+            return list.Split(',').Select(s => int.Parse(s.Trim())).ToArray();
         }
 
         private static Request Greedy(Case c)
@@ -231,6 +237,52 @@ namespace Prepack.Tests
         }
 
         [Test]
+        public void TokenizeEqualsReferenceAndDetokenizeRoundTrips()
+        {
+            foreach (Case c in cases)
+            {
+                Assert.That(c.PromptIds.Length >= 2 && c.PromptIds[0] == 1, "prompt_ids start with BOS");
+                Assert.AreEqual(c.PromptIds, engine.Tokenize(c.Prompt, true, false), c.Prompt);
+                int[] bare = engine.Tokenize(c.Prompt, false, false);
+                Assert.AreEqual(c.PromptIds.Skip(1).ToArray(), bare, c.Prompt);
+                Assert.AreEqual(c.Prompt, engine.Detokenize(bare));
+                Assert.AreEqual(c.Prompt, engine.Detokenize(c.PromptIds));   // BOS decodes to nothing
+            }
+            Assert.AreEqual("", engine.Detokenize(new int[0]));
+            foreach (int[] bad in new[] { new[] { 1, 1 << 30 }, new[] { -1 }, new[] { 512 } })   // stories260K has 512 ids
+            {
+                var e = Assert.Throws<PrepackException>(() => engine.Detokenize(bad));
+                Assert.AreEqual(StatusCode.InvalidArgument, e.Status);
+                StringAssert.Contains("vocabulary", e.Message);
+            }
+        }
+
+        [Test]
+        public void ParseSpecialMakesControlTextOneToken()
+        {
+            // stories260K's id 2 is the control token </s> (its README).
+            Assert.AreEqual(new[] { 2 }, engine.Tokenize("</s>", false, true));
+            int[] plain = engine.Tokenize("</s>", false, false);
+            Assert.That(plain.Length >= 2 && !plain.Contains(2), string.Join(",", plain));
+            // The request option reaches the engine: BOS + </s> is two prompt tokens.
+            var req = new Request("</s>") { MaxTokens = 1, IgnoreEos = true, Temperature = 0f, ParseSpecial = true };
+            Assert.AreEqual(2, engine.GenerateResult(req).Usage.PromptTokens);
+            req.ParseSpecial = false;
+            Assert.AreEqual(1 + plain.Length, engine.GenerateResult(req).Usage.PromptTokens);
+        }
+
+        [Test]
+        public void AnEmptyPromptWithBosGenerates()
+        {
+            Result r = engine.GenerateResult(new Request("") { MaxTokens = 4, IgnoreEos = true, Temperature = 0f });
+            Assert.AreEqual(1, r.Usage.PromptTokens);   // BOS alone
+            Assert.Greater(r.Usage.CompletionTokens, 0);
+            Assert.Greater(r.Tokens.Length, 0);
+            var e = Assert.Throws<PrepackException>(() => engine.GenerateResult(new Request("") { AddBos = false, MaxTokens = 4 }));
+            Assert.AreEqual(StatusCode.InvalidArgument, e.Status);
+        }
+
+        [Test]
         public void Bf16WeightsGenerateAndABadDTypeThrows()
         {
             using (Engine e = Engine.Open(new EngineOptions("synthetic:tiny") { Threads = 1, DType = DType.Bf16 }))
@@ -263,6 +315,11 @@ namespace Prepack.Tests
             Assert.AreEqual(StatusCode.FailedPrecondition, ee.Status);
             StringAssert.Contains("closed", ee.Message);
             Assert.Throws<PrepackException>(() => e.GenerateBatch(new[] { Greedy(cases[0]) }));
+            var te = Assert.Throws<PrepackException>(() => e.Tokenize("Once", true, false));
+            Assert.AreEqual(StatusCode.FailedPrecondition, te.Status);
+            StringAssert.Contains("closed", te.Message);
+            var de = Assert.Throws<PrepackException>(() => e.Detokenize(new[] { 1 }));
+            Assert.AreEqual(StatusCode.FailedPrecondition, de.Status);
         }
 
         [Test]

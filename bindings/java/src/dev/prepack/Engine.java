@@ -2,6 +2,7 @@ package dev.prepack;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A loaded model and its scheduler. Thread-safe: requests from all threads
@@ -83,6 +84,39 @@ public final class Engine implements AutoCloseable {
             } finally {
                 out.delete();
             }
+        } finally {
+            in.delete();
+        }
+    }
+
+    /**
+     * The token ids of UTF-8 text. With {@code addSpecial}, BOS (and EOS) are
+     * added as the model's vocabulary says. With {@code parseSpecial}, the text
+     * of a control token such as {@code <|eot_id|>} becomes that one token;
+     * without it such text is ordinary text, the safe choice for untrusted
+     * input. PrepackException INVALID_ARGUMENT for invalid UTF-8,
+     * FAILED_PRECONDITION once the engine is closed.
+     */
+    public int[] tokenize(String text, boolean addSpecial, boolean parseSpecial) {
+        Objects.requireNonNull(text, "text");
+        dev.prepack.swig.IntVector ids = handle.call(e -> e.tokenize(text, addSpecial, parseSpecial));
+        try {
+            return Convert.ints(ids);
+        } finally {
+            ids.delete();
+        }
+    }
+
+    /**
+     * The text of token ids, exactly: control tokens (BOS, EOS) give no text,
+     * and {@code detokenize(tokenize(s, false, false))} equals {@code s}.
+     * PrepackException INVALID_ARGUMENT for an id outside the vocabulary,
+     * FAILED_PRECONDITION once the engine is closed.
+     */
+    public String detokenize(int[] ids) {
+        dev.prepack.swig.IntVector in = new dev.prepack.swig.IntVector(ids);
+        try {
+            return handle.call(e -> e.detokenize(in));
         } finally {
             in.delete();
         }

@@ -13,6 +13,7 @@ public final class Request {
     private final int[] promptTokens;
     // null: the library's default
     private Boolean addBos;
+    private Boolean parseSpecial;
     private Integer maxTokens;
     private Float temperature;
     private Integer topK;
@@ -40,8 +41,22 @@ public final class Request {
         this.promptTokens = promptTokens.clone();
     }
 
+    /**
+     * BOS (and EOS) as the vocabulary says; on by default. Off, an empty
+     * prompt is INVALID_ARGUMENT; on, it is BOS alone.
+     */
     public Request addBos(boolean on) {
         addBos = on;
+        return this;
+    }
+
+    /**
+     * Control-token text in the prompt, such as {@code <|eot_id|>}, becomes
+     * that one token; off (the default) it is ordinary text, the safe choice
+     * for untrusted input.
+     */
+    public Request parseSpecial(boolean on) {
+        parseSpecial = on;
         return this;
     }
 
@@ -135,6 +150,7 @@ public final class Request {
             n.setPrompt(prompt == null ? "" : prompt);
         }
         if (addBos != null) n.setAddBos(addBos);
+        if (parseSpecial != null) n.setParseSpecial(parseSpecial);
         if (maxTokens != null) n.setMaxTokens(maxTokens);
         if (temperature != null) n.setTemperature(temperature);
         if (topK != null) n.setTopK(topK);

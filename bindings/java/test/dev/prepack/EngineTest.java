@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.regex.Matcher;
@@ -24,8 +25,8 @@ import org.junit.jupiter.api.Test;
  * closing behave. PREPACK_MODEL and PREPACK_REFERENCE name the files.
  */
 class EngineTest {
-    /** One case of reference.json. */
-    record Case(String prompt, int[] greedyIds) {}
+    /** One case of reference.json: promptIds is llama2.c's encoding, BOS (id 1) first. */
+    record Case(String prompt, int[] promptIds, int[] greedyIds) {}
 
     static Engine engine;
     static List<Case> cases;
@@ -56,20 +57,24 @@ class EngineTest {
         }
     }
 
-    // reference.json's cases: each "prompt" string, then its "greedy_ids" array.
+    // reference.json's cases: each "prompt" string, then its "prompt_ids" and "greedy_ids" arrays.
     static List<Case> readCases(String json) {
-        Pattern p = Pattern.compile("\"prompt\"\\s*:\\s*\"([^\"]*)\".*?\"greedy_ids\"\\s*:\\s*\\[([^\\]]*)\\]",
-                Pattern.DOTALL);
+        Pattern p = Pattern.compile("\"prompt\"\\s*:\\s*\"([^\"]*)\".*?\"prompt_ids\"\\s*:\\s*\\[([^\\]]*)\\]"
+                + ".*?\"greedy_ids\"\\s*:\\s*\\[([^\\]]*)\\]", Pattern.DOTALL);
         List<Case> out = new ArrayList<>();
         for (Matcher m = p.matcher(json); m.find(); ) {
-            String[] ids = m.group(2).trim().split("\\s*,\\s*");
-            int[] greedy = new int[ids.length];
-            for (int i = 0; i < ids.length; i++) {
-                greedy[i] = Integer.parseInt(ids[i]);
-            }
-            out.add(new Case(m.group(1), greedy));
+            out.add(new Case(m.group(1), parseIds(m.group(2)), parseIds(m.group(3))));
         }
         assertTrue(out.size() >= 2, "reference.json has its cases");
+        return out;
+    }
+
+    static int[] parseIds(String list) {
+        String[] ids = list.trim().split("\\s*,\\s*");
+        int[] out = new int[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            out[i] = Integer.parseInt(ids[i]);
+        }
         return out;
     }
 
@@ -213,6 +218,46 @@ class EngineTest {
     }
 
     @Test
+    void tokenizeEqualsReferenceAndDetokenizeRoundTrips() {
+        for (Case c : cases) {
+            assertTrue(c.promptIds().length >= 2 && c.promptIds()[0] == 1, "prompt_ids start with BOS");
+            assertArrayEquals(c.promptIds(), engine.tokenize(c.prompt(), true, false), c.prompt());
+            int[] bare = engine.tokenize(c.prompt(), false, false);
+            assertArrayEquals(Arrays.copyOfRange(c.promptIds(), 1, c.promptIds().length), bare, c.prompt());
+            assertEquals(c.prompt(), engine.detokenize(bare));
+            assertEquals(c.prompt(), engine.detokenize(c.promptIds()));   // BOS decodes to nothing
+        }
+        assertEquals("", engine.detokenize(new int[0]));
+        for (int[] bad : new int[][] {{1, 1 << 30}, {-1}, {512}}) {   // stories260K has 512 ids
+            PrepackException e = assertThrows(PrepackException.class, () -> engine.detokenize(bad));
+            assertEquals(StatusCode.INVALID_ARGUMENT, e.getStatus());
+            assertTrue(e.getMessage().contains("vocabulary"), e.getMessage());
+        }
+    }
+
+    @Test
+    void parseSpecialMakesControlTextOneToken() {
+        // stories260K's id 2 is the control token </s> (its README).
+        assertArrayEquals(new int[] {2}, engine.tokenize("</s>", false, true));
+        int[] plain = engine.tokenize("</s>", false, false);
+        assertTrue(plain.length >= 2 && Arrays.stream(plain).noneMatch(id -> id == 2), Arrays.toString(plain));
+        // The request option reaches the engine: BOS + </s> is two prompt tokens.
+        Request req = new Request("</s>").maxTokens(1).ignoreEos(true).temperature(0f);
+        assertEquals(2, engine.generate(req.parseSpecial(true)).usage().promptTokens());
+        assertEquals(1 + plain.length, engine.generate(req.parseSpecial(false)).usage().promptTokens());
+    }
+
+    @Test
+    void anEmptyPromptWithBosGenerates() {
+        Result r = engine.generate(new Request("").maxTokens(4).ignoreEos(true).temperature(0f));
+        assertEquals(1, r.usage().promptTokens());   // BOS alone
+        assertTrue(r.usage().completionTokens() > 0 && r.tokens().length > 0);
+        PrepackException e = assertThrows(PrepackException.class,
+                () -> engine.generate(new Request("").addBos(false).maxTokens(4)));
+        assertEquals(StatusCode.INVALID_ARGUMENT, e.getStatus());
+    }
+
+    @Test
     void bf16WeightsGenerate() {
         // The enum admits no invalid dtype, so only the valid one can be passed here.
         try (Engine e = Engine.open(new EngineOptions("synthetic:tiny").threads(1).dtype(DType.BF16))) {
@@ -238,6 +283,11 @@ class EngineTest {
         assertEquals(StatusCode.FAILED_PRECONDITION, ee.getStatus());
         assertTrue(ee.getMessage().contains("closed"), ee.getMessage());
         assertThrows(PrepackException.class, () -> e.generateBatch(List.of(greedy(cases.get(0)))));
+        PrepackException te = assertThrows(PrepackException.class, () -> e.tokenize("Once", true, false));
+        assertEquals(StatusCode.FAILED_PRECONDITION, te.getStatus());
+        assertTrue(te.getMessage().contains("closed"), te.getMessage());
+        PrepackException de = assertThrows(PrepackException.class, () -> e.detokenize(new int[] {1}));
+        assertEquals(StatusCode.FAILED_PRECONDITION, de.getStatus());
     }
 
     @Test
