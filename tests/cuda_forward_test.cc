@@ -145,6 +145,37 @@ TEST(CudaForward, GqaShapesAndBlockSizesMatchTheCpu) {
     }
 }
 
+TEST(CudaForward, ModelFamiliesOptionalPartsMatchTheCpu) {
+    REQUIRE_GPU();
+    // The parts of llama / qwen2 / qwen3 that the base shape lacks: Q/K/V
+    // biases, NEOX RoPE, rope_freqs + linear scaling, per-head Q/K norm with
+    // a head size of its own.
+    struct Family {
+        const char* name;
+        void (*edit)(ModelConfig&);
+    };
+    const Family families[] = {
+        {"qwen2", [](ModelConfig& c) { c.qkv_bias = true; c.rope_style = RopeStyle::kNeox; c.tied_output = true; }},
+        {"llama3.2", [](ModelConfig& c) { c.rope_freqs = true; c.rope_scale = 2.0f; c.tied_output = true; }},
+        {"qwen3", [](ModelConfig& c) {
+             c.head_dim = c.rope_dim = 24;
+             c.qk_norm = true;
+             c.rope_style = RopeStyle::kNeox;
+         }},
+    };
+    for (const Family& f : families) {
+        SCOPED_TRACE(f.name);
+        ModelConfig c = testing::SmallConfig(64, 4, 2, 2, 136, 300);
+        f.edit(c);
+        auto m = Model::FromConfig(c, 13);
+        ASSERT_TRUE(m.ok()) << m.status();
+        Pair p = MakePair(std::move(*m), 7);
+        ASSERT_TRUE(p.gpu.runner);
+        const auto steps = MixedSteps(300);
+        EXPECT_LT(RelMaxDiff(RunSteps(*p.cpu.runner, 3, steps, 1), RunSteps(*p.gpu.runner, 3, steps, 1)), 1e-4);
+    }
+}
+
 TEST(CudaForward, Bf16KvCacheMatchesTheCpuBf16Cache) {
     REQUIRE_GPU();
     auto m = Model::FromConfig(testing::SmallConfig(128, 4, 2, 3, 200, 300), 11);
