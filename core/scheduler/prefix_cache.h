@@ -61,7 +61,7 @@ private:
         int32_t              parent;
         std::vector<int32_t> tokens;   // this block's tokens
         bool                 idle = false;
-        std::list<Lru::iterator>::iterator idle_pos;   // its place in idle_ while idle
+        std::list<Lru::iterator>::iterator idle_pos{};   // its place in idle_ while idle
     };
 
     static uint64_t ChainHash(uint64_t parent, const int32_t* tokens, int32_t n);
