@@ -24,6 +24,10 @@ struct TokenizeOptions {
     bool        json = false;
 };
 
+// What a token spells: its bytes, or for a control token (which decodes to
+// nothing) its name, as llama-tokenize shows it.
+std::string PieceOf(const Tokenizer& tok, int32_t id) { return tok.IsControl(id) ? tok.Piece(id) : tok.TokenBytes(id); }
+
 int Run(const TokenizeOptions& o) {
     std::string text = o.prompt;
     if (!o.prompt_given) text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -33,13 +37,13 @@ int Run(const TokenizeOptions& o) {
     if (!ids.ok()) return Fail(ids.status());
     if (o.json) {
         nlohmann::json pieces = nlohmann::json::array();
-        for (int32_t id : *ids) pieces.push_back(tok->TokenBytes(id));
+        for (int32_t id : *ids) pieces.push_back(PieceOf(*tok, id));
         const nlohmann::json j = {{"ids", *ids}, {"pieces", pieces}};
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return 0;
     }
     for (int32_t id : *ids) {
-        const std::string piece = nlohmann::json(tok->TokenBytes(id)).dump(-1, ' ', false,
+        const std::string piece = nlohmann::json(PieceOf(*tok, id)).dump(-1, ' ', false,
                                                                            nlohmann::json::error_handler_t::replace);
         std::printf("%6d -> %s\n", id, piece.c_str());
     }

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/model/gguf.h"
 #include "core/request/continuation.h"
+#include "tests/test_util.h"
 
 namespace prepack {
 namespace {
@@ -100,6 +102,52 @@ TEST(Continuation, IgnoreEosKeepsGoingAndEosHasNoText) {
     EXPECT_EQ(r.steps[0].text, "");
     EXPECT_EQ(r.steps[2].reason, FinishReason::kLength);
     EXPECT_EQ(r.text, " world.");
+}
+
+// Generation stops at each token of a real vocabulary's end-of-generation
+// set, found here by its text (llama.cpp's list), and at no ordinary token.
+TEST(Continuation, EveryEndOfGenerationTokenOfRealVocabulariesStops) {
+    struct Vocab {
+        const char*              file;
+        std::vector<std::string> ends;
+    };
+    const Vocab vocabs[] = {
+        {"llama-bpe", {"<|end_of_text|>", "<|eot_id|>"}},   // Llama 3.0: no <|eom_id|> yet
+        {"qwen2", {"<|endoftext|>", "<|im_end|>"}},
+    };
+    for (const Vocab& v : vocabs) {
+        const std::string path = testing::ModelsDir() + "/vocab/ggml-vocab-" + v.file + ".gguf";
+        if (!testing::FileExists(path)) GTEST_SKIP() << "no " << path;
+        SCOPED_TRACE(v.file);
+        auto file = GgufFile::Open(path);
+        ASSERT_TRUE(file.ok()) << file.status();
+        auto tok = Tokenizer::FromGguf(**file);
+        ASSERT_TRUE(tok.ok()) << tok.status();
+        std::vector<int32_t> ends;
+        for (int32_t id = 0; id < tok->vocab_size(); ++id) {
+            for (const std::string& text : v.ends) {
+                if (tok->Piece(id) == text) ends.push_back(id);
+            }
+        }
+        ASSERT_EQ(ends.size(), v.ends.size()) << "each end token is in the vocabulary once";
+        const int32_t ordinary = tok->Encode("Hello", false).value()[0];
+        SamplingParams greedy;
+        greedy.temperature = 0.0f;
+        for (int32_t end : ends) {
+            SCOPED_TRACE(tok->Piece(end));
+            Continuation c(*tok, greedy, {}, {16, 1 << 16, false});
+            std::vector<int32_t> tokens = {ordinary};
+            std::vector<float> logits(tok->vocab_size(), 0.0f);
+            logits[ordinary] = 10.0f;
+            EXPECT_FALSE(c.Next(logits, &tokens).finished);
+            logits[ordinary] = 0.0f;
+            logits[end] = 10.0f;
+            const NextToken last = c.Next(logits, &tokens);
+            EXPECT_TRUE(last.finished);
+            EXPECT_EQ(last.reason, FinishReason::kEos);
+            EXPECT_EQ(last.text, "") << "the end token's text is not output";
+        }
+    }
 }
 
 }  // namespace

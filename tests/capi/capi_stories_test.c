@@ -100,6 +100,11 @@ int main(void) {
         int32_t got_prompt[64];
         CHECK_STATUS(prepack_tokenize(engine, prompt, strlen(prompt), 1, got_prompt, 64, &n_tok), PREPACK_OK);
         CHECK((int)n_tok == n_prompt && memcmp(got_prompt, want_prompt, n_tok * sizeof(int32_t)) == 0);
+        /* ABI 5: the same ids through prepack_tokenize_special, and without BOS. */
+        CHECK_STATUS(prepack_tokenize_special(engine, prompt, strlen(prompt), 1, 0, got_prompt, 64, &n_tok), PREPACK_OK);
+        CHECK((int)n_tok == n_prompt && memcmp(got_prompt, want_prompt, n_tok * sizeof(int32_t)) == 0);
+        CHECK_STATUS(prepack_tokenize_special(engine, prompt, strlen(prompt), 0, 0, got_prompt, 64, &n_tok), PREPACK_OK);
+        CHECK((int)n_tok == n_prompt - 1 && memcmp(got_prompt, want_prompt + 1, n_tok * sizeof(int32_t)) == 0);
 
         prepack_request rq;
         prepack_request_init(&rq);
