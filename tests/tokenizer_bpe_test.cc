@@ -22,6 +22,7 @@
 #include "core/model/gguf.h"
 #include "core/model/pretokenizer.h"
 #include "core/model/tokenizer.h"
+#include "tests/gguf_builder.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -342,70 +343,10 @@ TEST(TokenizerVocab, SpmParseSpecial) {
 
 // ---- in-memory vocabularies -----------------------------------------------------------
 
-// Writes a tensor-less GGUF v3 file holding the given metadata.
-class GgufBuilder {
-public:
-    GgufBuilder& Str(const std::string& key, const std::string& v) {
-        Key(key, 8);
-        String(v);
-        return Count();
-    }
-    GgufBuilder& U32(const std::string& key, uint32_t v) {
-        Key(key, 4);
-        Pod(v);
-        return Count();
-    }
-    GgufBuilder& Bool(const std::string& key, bool v) {
-        Key(key, 7);
-        Pod(static_cast<uint8_t>(v));
-        return Count();
-    }
-    GgufBuilder& Strings(const std::string& key, const std::vector<std::string>& v) {
-        Key(key, 9);
-        Pod(uint32_t{8});
-        Pod(static_cast<uint64_t>(v.size()));
-        for (const auto& s : v) String(s);
-        return Count();
-    }
-    GgufBuilder& Int32s(const std::string& key, const std::vector<int32_t>& v) {
-        Key(key, 9);
-        Pod(uint32_t{5});
-        Pod(static_cast<uint64_t>(v.size()));
-        for (int32_t x : v) Pod(x);
-        return Count();
-    }
-    std::vector<uint8_t> Bytes() const {
-        std::string out = "GGUF";
-        auto put = [&out](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-        put(uint32_t{3});
-        put(uint64_t{0});
-        put(kv_count_);
-        out += body_;
-        while (out.size() % 32 != 0) out += '\0';
-        return std::vector<uint8_t>(out.begin(), out.end());
-    }
-
-private:
-    template <typename T>
-    void Pod(T v) { body_.append(reinterpret_cast<const char*>(&v), sizeof v); }
-    void String(const std::string& s) {
-        Pod(static_cast<uint64_t>(s.size()));
-        body_ += s;
-    }
-    void Key(const std::string& key, uint32_t type) {
-        String(key);
-        Pod(type);
-    }
-    GgufBuilder& Count() {
-        ++kv_count_;
-        return *this;
-    }
-    std::string body_;
-    uint64_t kv_count_ = 0;
-};
+using test::GgufBuilder;   // tests/gguf_builder.h
 
 absl::StatusOr<Tokenizer> FromGgufBytes(const GgufBuilder& b) {
-    auto file = GgufFile::FromBytes(b.Bytes());
+    auto file = GgufFile::FromBytes(b.Build());
     if (!file.ok()) return file.status();
     return Tokenizer::FromGguf(**file);
 }
@@ -425,12 +366,12 @@ GgufBuilder SmallBpe(const std::string& pre) {
     types[262] = 3;   // <|end|>: control
     types[263] = 4;   // @@: user-defined, stored raw
     return GgufBuilder()
-        .Str("tokenizer.ggml.model", "gpt2")
-        .Str("tokenizer.ggml.pre", pre)
-        .Strings("tokenizer.ggml.tokens", pieces)
-        .Int32s("tokenizer.ggml.token_type", types)
-        .Strings("tokenizer.ggml.merges", {"h e", "l l", "he ll", "hell o", G + " w", G + "w o"})
-        .U32("tokenizer.ggml.eos_token_id", 262);
+        .AddString("tokenizer.ggml.model", "gpt2")
+        .AddString("tokenizer.ggml.pre", pre)
+        .AddStringArray("tokenizer.ggml.tokens", pieces)
+        .AddInt32Array("tokenizer.ggml.token_type", types)
+        .AddStringArray("tokenizer.ggml.merges", {"h e", "l l", "he ll", "hell o", G + " w", G + "w o"})
+        .AddUint32("tokenizer.ggml.eos_token_id", 262);
 }
 
 TEST(TokenizerBpe, UnknownPreTokenizerIsAnErrorNamingIt) {
@@ -546,10 +487,10 @@ TEST(TokenizerBpe, MergeRanksDecide) {
     pieces.push_back("aaa");
     auto make = [&](std::vector<std::string> merges) {
         return FromGgufBytes(GgufBuilder()
-                                 .Str("tokenizer.ggml.model", "gpt2")
-                                 .Str("tokenizer.ggml.pre", "gpt-2")
-                                 .Strings("tokenizer.ggml.tokens", pieces)
-                                 .Strings("tokenizer.ggml.merges", merges));
+                                 .AddString("tokenizer.ggml.model", "gpt2")
+                                 .AddString("tokenizer.ggml.pre", "gpt-2")
+                                 .AddStringArray("tokenizer.ggml.tokens", pieces)
+                                 .AddStringArray("tokenizer.ggml.merges", merges));
     };
     auto one = make({"a a"});
     ASSERT_TRUE(one.ok()) << one.status();
@@ -561,8 +502,8 @@ TEST(TokenizerBpe, MergeRanksDecide) {
     EXPECT_EQ(*orphan->Encode("bc", false), (std::vector<int32_t>{'b', 'c'}));
     // No merges key at all: refused.
     auto none = FromGgufBytes(GgufBuilder()
-                                  .Str("tokenizer.ggml.model", "gpt2")
-                                  .Strings("tokenizer.ggml.tokens", pieces));
+                                  .AddString("tokenizer.ggml.model", "gpt2")
+                                  .AddStringArray("tokenizer.ggml.tokens", pieces));
     EXPECT_FALSE(none.ok());
 }
 

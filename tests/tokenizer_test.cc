@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model/gguf.h"
+#include "tests/gguf_builder.h"
 
 namespace prepack {
 namespace {
@@ -731,87 +732,20 @@ TEST(IsValidUtf8, AgreesWithArithmeticDecoder) {
 
 // ---- FromGguf over in-memory files -------------------------------------------------
 
-// Writes a tensor-less GGUF v3 file holding the given metadata.
-class GgufBuilder {
-public:
-    GgufBuilder& Str(const std::string& key, const std::string& v) {
-        Key(key, 8);
-        String(v);
-        return Count();
-    }
-    GgufBuilder& U32(const std::string& key, uint32_t v) {
-        Key(key, 4);
-        Pod(v);
-        return Count();
-    }
-    GgufBuilder& Bool(const std::string& key, bool v) {
-        Key(key, 7);
-        Pod(static_cast<uint8_t>(v));
-        return Count();
-    }
-    GgufBuilder& Strings(const std::string& key, const std::vector<std::string>& v) {
-        Key(key, 9);
-        Pod(uint32_t{8});
-        Pod(static_cast<uint64_t>(v.size()));
-        for (const auto& s : v) String(s);
-        return Count();
-    }
-    GgufBuilder& Floats(const std::string& key, const std::vector<float>& v) {
-        Key(key, 9);
-        Pod(uint32_t{6});
-        Pod(static_cast<uint64_t>(v.size()));
-        for (float f : v) Pod(f);
-        return Count();
-    }
-    GgufBuilder& Int32s(const std::string& key, const std::vector<int32_t>& v) {
-        Key(key, 9);
-        Pod(uint32_t{5});
-        Pod(static_cast<uint64_t>(v.size()));
-        for (int32_t x : v) Pod(x);
-        return Count();
-    }
-    std::vector<uint8_t> Bytes() const {
-        std::string out = "GGUF";
-        auto put = [&out](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-        put(uint32_t{3});
-        put(uint64_t{0});
-        put(kv_count_);
-        out += body_;
-        while (out.size() % 32 != 0) out += '\0';
-        return std::vector<uint8_t>(out.begin(), out.end());
-    }
-
-private:
-    template <typename T>
-    void Pod(T v) { body_.append(reinterpret_cast<const char*>(&v), sizeof v); }
-    void String(const std::string& s) {
-        Pod(static_cast<uint64_t>(s.size()));
-        body_ += s;
-    }
-    void Key(const std::string& key, uint32_t type) {
-        String(key);
-        Pod(type);
-    }
-    GgufBuilder& Count() {
-        ++kv_count_;
-        return *this;
-    }
-    std::string body_;
-    uint64_t kv_count_ = 0;
-};
+using test::GgufBuilder;   // tests/gguf_builder.h
 
 const std::vector<std::string> kSmallPieces = {"<unk>", "<s>", "</s>", "<0x41>", kMarker, "h", "i",
                                                "hi", kMarker + "hi"};
 
 absl::StatusOr<Tokenizer> FromGgufBytes(const GgufBuilder& b) {
-    auto file = GgufFile::FromBytes(b.Bytes());
+    auto file = GgufFile::FromBytes(b.Build());
     if (!file.ok()) return file.status();
     return Tokenizer::FromGguf(**file);
 }
 
 TEST(TokenizerGguf, MinimalMetadataUsesDefaults) {
-    auto tok = FromGgufBytes(GgufBuilder().Str("tokenizer.ggml.model", "llama")
-                                 .Strings("tokenizer.ggml.tokens", kSmallPieces));
+    auto tok = FromGgufBytes(GgufBuilder().AddString("tokenizer.ggml.model", "llama")
+                                 .AddStringArray("tokenizer.ggml.tokens", kSmallPieces));
     ASSERT_TRUE(tok.ok()) << tok.status();
     EXPECT_EQ(tok->vocab_size(), 9);
     EXPECT_EQ(tok->bos_id(), 1);
@@ -827,15 +761,15 @@ TEST(TokenizerGguf, MinimalMetadataUsesDefaults) {
 
 TEST(TokenizerGguf, ReadsAllFields) {
     auto tok = FromGgufBytes(GgufBuilder()
-                                 .Str("tokenizer.ggml.model", "llama")
-                                 .Strings("tokenizer.ggml.tokens", kSmallPieces)
-                                 .Floats("tokenizer.ggml.scores", {0, 0, 0, 0, -1, -2, -3, -4, -5})
-                                 .Int32s("tokenizer.ggml.token_type", {2, 3, 3, 6, 1, 1, 1, 1, 1})
-                                 .U32("tokenizer.ggml.bos_token_id", 2)
-                                 .U32("tokenizer.ggml.eos_token_id", 1)
-                                 .U32("tokenizer.ggml.unknown_token_id", 0)
-                                 .Bool("tokenizer.ggml.add_bos_token", false)
-                                 .Bool("tokenizer.ggml.add_space_prefix", false));
+                                 .AddString("tokenizer.ggml.model", "llama")
+                                 .AddStringArray("tokenizer.ggml.tokens", kSmallPieces)
+                                 .AddFloat32Array("tokenizer.ggml.scores", {0, 0, 0, 0, -1, -2, -3, -4, -5})
+                                 .AddInt32Array("tokenizer.ggml.token_type", {2, 3, 3, 6, 1, 1, 1, 1, 1})
+                                 .AddUint32("tokenizer.ggml.bos_token_id", 2)
+                                 .AddUint32("tokenizer.ggml.eos_token_id", 1)
+                                 .AddUint32("tokenizer.ggml.unknown_token_id", 0)
+                                 .AddBool("tokenizer.ggml.add_bos_token", false)
+                                 .AddBool("tokenizer.ggml.add_space_prefix", false));
     ASSERT_TRUE(tok.ok()) << tok.status();
     EXPECT_EQ(tok->bos_id(), 2);
     EXPECT_EQ(tok->eos_id(), 1);
@@ -850,27 +784,27 @@ TEST(TokenizerGguf, ReadsAllFields) {
 
 TEST(TokenizerGguf, RejectsBadMetadata) {
     auto base = [] {
-        return GgufBuilder().Str("tokenizer.ggml.model", "llama").Strings("tokenizer.ggml.tokens", kSmallPieces);
+        return GgufBuilder().AddString("tokenizer.ggml.model", "llama").AddStringArray("tokenizer.ggml.tokens", kSmallPieces);
     };
-    ExpectInvalid(FromGgufBytes(GgufBuilder().Str("tokenizer.ggml.model", "rwkv")
-                                    .Strings("tokenizer.ggml.tokens", kSmallPieces)),
+    ExpectInvalid(FromGgufBytes(GgufBuilder().AddString("tokenizer.ggml.model", "rwkv")
+                                    .AddStringArray("tokenizer.ggml.tokens", kSmallPieces)),
                   "unsupported tokenizer model 'rwkv'");
     // gpt2 (byte-level BPE, tokenizer_bpe_test.cc) needs its merges.
-    ExpectInvalid(FromGgufBytes(GgufBuilder().Str("tokenizer.ggml.model", "gpt2")
-                                    .Strings("tokenizer.ggml.tokens", kSmallPieces)),
+    ExpectInvalid(FromGgufBytes(GgufBuilder().AddString("tokenizer.ggml.model", "gpt2")
+                                    .AddStringArray("tokenizer.ggml.tokens", kSmallPieces)),
                   "merges");
-    ExpectInvalid(FromGgufBytes(base().Floats("tokenizer.ggml.scores", {0, 0})), "scores");
-    ExpectInvalid(FromGgufBytes(base().Int32s("tokenizer.ggml.token_type", {1})), "types");
-    ExpectInvalid(FromGgufBytes(base().U32("tokenizer.ggml.bos_token_id", 9)), "BOS");
-    ExpectInvalid(FromGgufBytes(base().U32("tokenizer.ggml.unknown_token_id", 100)), "unknown");
-    ExpectInvalid(FromGgufBytes(GgufBuilder().Str("tokenizer.ggml.model", "llama")
-                                    .Strings("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "x", "y", "x"})),
+    ExpectInvalid(FromGgufBytes(base().AddFloat32Array("tokenizer.ggml.scores", {0, 0})), "scores");
+    ExpectInvalid(FromGgufBytes(base().AddInt32Array("tokenizer.ggml.token_type", {1})), "types");
+    ExpectInvalid(FromGgufBytes(base().AddUint32("tokenizer.ggml.bos_token_id", 9)), "BOS");
+    ExpectInvalid(FromGgufBytes(base().AddUint32("tokenizer.ggml.unknown_token_id", 100)), "unknown");
+    ExpectInvalid(FromGgufBytes(GgufBuilder().AddString("tokenizer.ggml.model", "llama")
+                                    .AddStringArray("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "x", "y", "x"})),
                   "ids 3 and 5");
-    ExpectInvalid(FromGgufBytes(GgufBuilder().Str("tokenizer.ggml.model", "llama")
-                                    .Strings("tokenizer.ggml.tokens", {})),
+    ExpectInvalid(FromGgufBytes(GgufBuilder().AddString("tokenizer.ggml.model", "llama")
+                                    .AddStringArray("tokenizer.ggml.tokens", {})),
                   "empty");
-    EXPECT_FALSE(FromGgufBytes(GgufBuilder().Strings("tokenizer.ggml.tokens", kSmallPieces)).ok());
-    EXPECT_FALSE(FromGgufBytes(GgufBuilder().Str("tokenizer.ggml.model", "llama")).ok());
+    EXPECT_FALSE(FromGgufBytes(GgufBuilder().AddStringArray("tokenizer.ggml.tokens", kSmallPieces)).ok());
+    EXPECT_FALSE(FromGgufBytes(GgufBuilder().AddString("tokenizer.ggml.model", "llama")).ok());
 }
 
 }  // namespace
