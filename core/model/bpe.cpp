@@ -5,12 +5,11 @@
 // for the rare merge strings that are no vocabulary entry), so a pair lookup
 // is one hash of two integers. llama.cpp compares strings instead; since
 // symbols only ever grow to the right, "same text" and "same id" pick the
-// same pairs. The queue holds candidate pairs by (rank, left position);
-// stale candidates (a side merged away since) are skipped when popped,
-// exactly as llama.cpp's bigram queue does.
+// same pairs. The merge loop itself (lowest rank first, leftmost on ties,
+// as llama.cpp's bigram queue) is pair_merge.h, shared with SentencePiece.
 #include "core/model/bpe.h"
 
-#include <queue>
+#include "core/model/pair_merge.h"
 
 namespace prepack {
 
@@ -52,31 +51,6 @@ const ByteMap& Bytes() {
     static const ByteMap kMap;
     return kMap;
 }
-
-struct Symbol {
-    int32_t id;
-    int32_t prev;   // index into the symbol array, -1 at the ends
-    int32_t next;
-    bool    alive;
-};
-
-struct Candidate {
-    int32_t rank;
-    int32_t left;   // symbol index: the tie-break, lower is further left
-    int32_t right;
-    int32_t left_id;
-    int32_t right_id;
-    int32_t result;
-};
-
-struct CandidateOrder {
-    // priority_queue pops the greatest: so "greater" = higher rank, or same
-    // rank further right.
-    bool operator()(const Candidate& a, const Candidate& b) const {
-        if (a.rank != b.rank) return a.rank > b.rank;
-        return a.left > b.left;
-    }
-};
 
 }  // namespace
 
@@ -180,37 +154,15 @@ void BpeMerges::EncodeWord(std::string_view word, bool ignore_merges,
         Emit(byte_symbol_[static_cast<unsigned char>(word[0])], out);
         return;
     }
-    std::vector<Symbol> sym(word.size());
-    for (int32_t i = 0; i < n; ++i) {
-        sym[i] = Symbol{byte_symbol_[static_cast<unsigned char>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, true};
-    }
-    std::vector<Candidate> storage;
-    storage.reserve(word.size());
-    std::priority_queue<Candidate, std::vector<Candidate>, CandidateOrder> queue(CandidateOrder{},
-                                                                                 std::move(storage));
-    auto consider = [&](int32_t left, int32_t right) {
-        if (left < 0 || right < 0) return;
-        const auto it = merges_.find(Key(sym[left].id, sym[right].id));
-        if (it == merges_.end()) return;
-        queue.push(Candidate{it->second.rank, left, right, sym[left].id, sym[right].id, it->second.result});
+    std::vector<int32_t> initial(word.size());
+    for (int32_t i = 0; i < n; ++i) initial[i] = byte_symbol_[static_cast<unsigned char>(word[i])];
+    // Lowest rank first: the priority is the negated rank.
+    const auto merge = [this](int32_t left, int32_t right) -> std::optional<PairMerge> {
+        const auto it = merges_.find(Key(left, right));
+        if (it == merges_.end()) return std::nullopt;
+        return PairMerge{-static_cast<double>(it->second.rank), it->second.result};
     };
-    for (int32_t i = 0; i + 1 < n; ++i) consider(i, i + 1);
-
-    while (!queue.empty()) {
-        const Candidate c = queue.top();
-        queue.pop();
-        Symbol& l = sym[c.left];
-        Symbol& r = sym[c.right];
-        if (!l.alive || !r.alive || l.next != c.right || l.id != c.left_id || r.id != c.right_id) continue;
-        l.id = c.result;
-        l.next = r.next;
-        if (r.next >= 0) sym[r.next].prev = c.left;
-        r.alive = false;
-        consider(l.prev, c.left);
-        consider(c.left, l.next);
-    }
-    // Symbol 0 heads the list for good: a merge always keeps its left symbol.
-    for (int32_t i = 0; i >= 0; i = sym[i].next) Emit(sym[i].id, out);
+    for (int32_t symbol : MergeAdjacentPairs(initial, merge)) Emit(symbol, out);
 }
 
 }  // namespace prepack

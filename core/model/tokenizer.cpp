@@ -7,21 +7,18 @@
 //
 // Encoding reproduces llama2.c's `encode` (which llama.cpp's SPM tokenizer
 // agrees with): code points looked up as pieces with byte fallback, then
-// repeatedly the best-scoring adjacent pair is merged (leftmost on ties).
-// llama2.c rescans every pair after every merge (O(n^2)); here the candidate
-// pairs live in a priority queue over a linked list of symbols, and stale
-// candidates are discarded when popped, which yields the same merges in
-// O(n log n).
+// repeatedly the best-scoring adjacent pair is merged (leftmost on ties;
+// pair_merge.h).
 #include "core/model/tokenizer.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
-#include <queue>
 
 #include "core/model/bpe.h"
 #include "core/model/gguf.h"
+#include "core/model/pair_merge.h"
 #include "core/model/pretokenizer.h"
 
 namespace prepack {
@@ -155,34 +152,6 @@ void GenerateSyntheticPieces(Emit emit) {
         }
     }
 }
-
-// ---- BPE merging ------------------------------------------------------------
-
-struct Symbol {
-    int32_t id;
-    int32_t prev;   // index into the symbol array, -1 at the ends
-    int32_t next;
-    bool    alive;
-};
-
-// A mergeable adjacent pair as it was when queued; it is stale when popped if
-// either side has since been merged away or changed.
-struct Candidate {
-    float   score;
-    int32_t left;      // symbol index; also the tie-break: lower is further left
-    int32_t right;
-    int32_t left_id;
-    int32_t right_id;
-    int32_t merged_id;
-};
-
-struct CandidateOrder {
-    // priority_queue pops the greatest: highest score, then leftmost.
-    bool operator()(const Candidate& a, const Candidate& b) const {
-        if (a.score != b.score) return a.score < b.score;
-        return a.left > b.left;
-    }
-};
 
 }  // namespace
 
@@ -452,43 +421,16 @@ std::vector<int32_t> Tokenizer::InitialSymbols(std::string_view normalized) cons
 }
 
 std::vector<int32_t> Tokenizer::MergePairs(const std::vector<int32_t>& initial) const {
-    const auto n = static_cast<int32_t>(initial.size());
-    std::vector<Symbol> sym(initial.size());
-    for (int32_t i = 0; i < n; ++i) sym[i] = Symbol{initial[i], i - 1, i + 1 < n ? i + 1 : -1, true};
-
-    std::priority_queue<Candidate, std::vector<Candidate>, CandidateOrder> queue;
     std::string key;   // reused buffer for concatenated pieces
-    auto consider = [&](int32_t left, int32_t right) {
-        if (left < 0 || right < 0) return;
-        key.assign(pieces_[sym[left].id]);
-        key.append(pieces_[sym[right].id]);
+    // Highest score of the merged piece first.
+    const auto merge = [&](int32_t left, int32_t right) -> std::optional<PairMerge> {
+        key.assign(pieces_[left]);
+        key.append(pieces_[right]);
         const int32_t merged = LookupText(key);
-        if (merged < 0) return;
-        queue.push(Candidate{scores_[merged], left, right, sym[left].id, sym[right].id, merged});
+        if (merged < 0) return std::nullopt;
+        return PairMerge{scores_[merged], merged};
     };
-    for (int32_t i = 0; i + 1 < n; ++i) consider(i, i + 1);
-
-    while (!queue.empty()) {
-        const Candidate c = queue.top();
-        queue.pop();
-        Symbol& l = sym[c.left];
-        Symbol& r = sym[c.right];
-        // Stale if either side died or was rewritten by another merge since
-        // this pair was queued; its current form (if mergeable) is queued too.
-        if (!l.alive || !r.alive || l.next != c.right || l.id != c.left_id || r.id != c.right_id) continue;
-        l.id = c.merged_id;
-        l.next = r.next;
-        if (r.next >= 0) sym[r.next].prev = c.left;
-        r.alive = false;
-        consider(l.prev, c.left);
-        consider(c.left, l.next);
-    }
-
-    std::vector<int32_t> out;
-    out.reserve(initial.size());
-    // Symbol 0 heads the list for good: a merge always keeps its left symbol.
-    for (int32_t i = n > 0 ? 0 : -1; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
-    return out;
+    return MergeAdjacentPairs(initial, merge);
 }
 
 void Tokenizer::EncodeSpmText(std::string_view text, bool space_prefix, std::vector<int32_t>* out) const {
