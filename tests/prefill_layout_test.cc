@@ -286,6 +286,35 @@ TEST_F(LayoutEquivalence, LogitsKvAndContinuationsMatchOneAtATime) {
     }
 }
 
+// Prefills `prompts` in `layout` on a fresh pool (mini-batches of 2 when
+// sorted), then continues each greedily for `steps` tokens: the logits after
+// each prompt, and the continuations.
+struct LayoutRun {
+    std::vector<float>                logits;   // [prompts, vocab]
+    std::vector<std::vector<int32_t>> tokens;
+};
+LayoutRun RunLayout(const Model& m, PrefillLayout layout, const std::vector<std::vector<int32_t>>& prompts, int steps) {
+    LayoutRun out;
+    auto pool = KvBlockPool::Create(m.config(), 16, 16ull << 20);
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    if (!pool.ok()) return out;
+    ForwardPass fwd(m, **pool);
+    LayoutOptions o;
+    o.sorted_batch = 2;
+    auto plan = PlanPrefill(layout, prompts, o);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return out;
+    std::vector<BlockTable> tables(prompts.size());
+    std::vector<BlockTable*> kv;
+    for (auto& t : tables) kv.push_back(&t);
+    auto r = RunPrefill(fwd, *plan, kv);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return out;
+    out.logits.assign(r->logits.data(), r->logits.data() + prompts.size() * m.config().vocab_size);
+    out.tokens = GreedyContinue(fwd, kv, r->logits, steps);
+    return out;
+}
+
 TEST(LayoutStories, ReferenceContinuationsInEveryLayout) {
     PREPACK_REQUIRE_STORIES();
     const auto ref = nlohmann::json::parse(testing::ReadFile(testing::StoriesDir() + "/reference.json"));
@@ -299,29 +328,14 @@ TEST(LayoutStories, ReferenceContinuationsInEveryLayout) {
     for (const auto& tc : ref["cases"]) prompts.push_back(tc["prompt_ids"].get<std::vector<int32_t>>());
     for (PrefillLayout layout : kLayouts) {
         SCOPED_TRACE(PrefillLayoutName(layout));
-        auto pool = KvBlockPool::Create((*m)->config(), 16, 16ull << 20);
-        ASSERT_TRUE(pool.ok());
-        ForwardPass fwd(**m, **pool);
-        LayoutOptions o;
-        o.sorted_batch = 2;
-        auto plan = PlanPrefill(layout, prompts, o);
-        ASSERT_TRUE(plan.ok());
-        std::vector<BlockTable> tables(prompts.size());
-        std::vector<BlockTable*> kv;
-        for (auto& t : tables) kv.push_back(&t);
-        auto r = RunPrefill(fwd, *plan, kv);
-        ASSERT_TRUE(r.ok()) << r.status();
-        const auto got = GreedyContinue(fwd, kv, r->logits, 48);
+        const LayoutRun run = RunLayout(**m, layout, prompts, 48);
+        ASSERT_EQ(run.tokens.size(), prompts.size());
         for (size_t i = 0; i < ref["cases"].size(); ++i) {
-            EXPECT_EQ(got[2 + i], ref["cases"][i]["greedy_ids"].get<std::vector<int32_t>>()) << i;
+            EXPECT_EQ(run.tokens[2 + i], ref["cases"][i]["greedy_ids"].get<std::vector<int32_t>>()) << i;
         }
     }
 }
 
-// The layouts on real model families with BPE vocabularies (the F32
-// real-shape files of realshape_test; skipped without them): Qwen2 (Q/K/V
-// biases, NEOX RoPE) and Llama 3.2 (rope_freqs, tied output) give the same
-// next-token logits and greedy continuations in every layout.
 TEST(LayoutRealshape, BpeModelsGiveTheSameLogitsInEveryLayout) {
     const char* env = std::getenv("PREPACK_REALSHAPE_DIR");
     const std::string dir = env != nullptr && env[0] != '\0' ? env : PREPACK_REALSHAPE_DIR;
@@ -338,35 +352,19 @@ TEST(LayoutRealshape, BpeModelsGiveTheSameLogitsInEveryLayout) {
                                  "Zürich 2024: 東京 and Москва, <|eot_id|> 42"}) {
             prompts.push_back((*m)->tokenizer().Encode(text, true).value());
         }
-        std::vector<float> first;   // the first layout's logits, every prompt
-        std::vector<std::vector<int32_t>> first_tokens;
+        const LayoutRun first = RunLayout(**m, kLayouts[0], prompts, 8);
+        ASSERT_EQ(first.tokens.size(), prompts.size());
         for (PrefillLayout layout : kLayouts) {
             SCOPED_TRACE(PrefillLayoutName(layout));
-            auto pool = KvBlockPool::Create(c, 16, 16ull << 20);
-            ASSERT_TRUE(pool.ok());
-            ForwardPass fwd(**m, **pool);
-            LayoutOptions o;
-            o.sorted_batch = 2;
-            auto plan = PlanPrefill(layout, prompts, o);
-            ASSERT_TRUE(plan.ok());
-            std::vector<BlockTable> tables(prompts.size());
-            std::vector<BlockTable*> kv;
-            for (auto& t : tables) kv.push_back(&t);
-            auto r = RunPrefill(fwd, *plan, kv);
-            ASSERT_TRUE(r.ok()) << r.status();
-            const auto tokens = GreedyContinue(fwd, kv, r->logits, 8);
-            if (first.empty()) {
-                first.assign(r->logits.data(), r->logits.data() + prompts.size() * c.vocab_size);
-                first_tokens = tokens;
-                continue;
-            }
+            const LayoutRun run = RunLayout(**m, layout, prompts, 8);
+            ASSERT_EQ(run.logits.size(), first.logits.size());
             for (size_t p = 0; p < prompts.size(); ++p) {
-                EXPECT_LT(testing::MaxRelDiff(r->logits.data() + p * c.vocab_size, first.data() + p * c.vocab_size,
+                EXPECT_LT(testing::MaxRelDiff(run.logits.data() + p * c.vocab_size, first.logits.data() + p * c.vocab_size,
                                               c.vocab_size),
                           1e-4)
                     << "prompt " << p;
             }
-            EXPECT_EQ(tokens, first_tokens);
+            EXPECT_EQ(run.tokens, first.tokens);
         }
     }
 }
