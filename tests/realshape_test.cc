@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,9 +44,8 @@ struct Case {
     std::vector<std::pair<int32_t, double>> top5_off;   // (id, logprob)
 };
 
-std::vector<Case> LoadCases() {
-    const nlohmann::json ref = nlohmann::json::parse(
-        testing::ReadFile(testing::ModelsDir() + "/realshape/reference-f32.json"));
+std::vector<Case> LoadCases(const std::string& file = "reference-f32.json") {
+    const nlohmann::json ref = nlohmann::json::parse(testing::ReadFile(testing::ModelsDir() + "/realshape/" + file));
     std::map<std::pair<std::string, std::string>, Case> by_key;
     for (const auto& c : ref["cases"]) {
         Case& k = by_key[{c["model"], c["prompt"]}];
@@ -96,36 +96,39 @@ protected:
         }
         cases_ = LoadCases();
     }
-    // The model of `name`, loaded once per test.
-    Model& Get(const std::string& name) {
+    // The model of `name`, loaded once per test; null (and a failure) when it does not load.
+    Model* Get(const std::string& name) {
         auto& m = models_[name];
         if (!m) {
             auto loaded = Model::Load(RealshapeDir() + "/" + name);
             EXPECT_TRUE(loaded.ok()) << name << ": " << loaded.status();
             if (loaded.ok()) m = std::move(*loaded);
         }
-        return *m;
+        return m.get();
     }
     std::vector<Case> cases_;
     std::map<std::string, std::unique_ptr<Model>> models_;
 };
 
-TEST_F(RealshapeTest, PromptIdsGreedyIdsAndFirstLogprobsAgreeWithLlamaCpp) {
+// Runs every case as the README compares them; returns how many ran.
+int CheckAgainstLlamaCpp(const std::vector<Case>& cases, const std::function<Model*(const std::string&)>& get) {
     int checked = 0;
-    for (const Case& c : cases_) {
-        SCOPED_TRACE(c.model + " / \"" + c.prompt + "\"");
-        Model& m = Get(c.model);
-        if (::testing::Test::HasFatalFailure() || models_[c.model] == nullptr) continue;
-        auto pool = KvBlockPool::Create(m.config(), 16, 8ull << 20);
-        ASSERT_TRUE(pool.ok()) << pool.status();
-        ForwardPass fwd(m, **pool);
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.model + " / \"" + c.prompt.substr(0, 40) + "\"");
+        Model* m = get(c.model);
+        if (m == nullptr) continue;
+        auto pool = KvBlockPool::Create(m->config(), 16, 64ull << 20);
+        EXPECT_TRUE(pool.ok()) << pool.status();
+        if (!pool.ok()) continue;
+        ForwardPass fwd(*m, **pool);
         GenerateRequest req;
         req.prompt = c.prompt;
         req.max_tokens = static_cast<int32_t>(c.greedy_off.size());
         req.sampling.temperature = 0.0f;
         req.ignore_eos = true;
         auto r = Generate(fwd, req);
-        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_TRUE(r.ok()) << r.status();
+        if (!r.ok()) continue;
         EXPECT_EQ(r->prompt_tokens, c.prompt_tokens);
         EXPECT_TRUE(GreedyMatches(r->tokens, c.greedy_off, c.margins_off) ||
                     GreedyMatches(r->tokens, c.greedy_on, c.margins_on))
@@ -134,7 +137,19 @@ TEST_F(RealshapeTest, PromptIdsGreedyIdsAndFirstLogprobsAgreeWithLlamaCpp) {
         for (const auto& [id, want] : c.top5_off) EXPECT_NEAR(lp[id], want, 1e-3) << "first-position logprob of " << id;
         ++checked;
     }
-    EXPECT_EQ(checked, 36) << "every model and prompt of reference-f32.json";
+    return checked;
+}
+
+TEST_F(RealshapeTest, PromptIdsGreedyIdsAndFirstLogprobsAgreeWithLlamaCpp) {
+    EXPECT_EQ(CheckAgainstLlamaCpp(cases_, [&](const std::string& name) { return Get(name); }), 36)
+        << "every model and prompt of reference-f32.json";
+}
+
+// Prompts of 2,400-2,700 tokens (reference-long.json), where RoPE scaling
+// (rope_freqs.weight) and the long-context RoPE bases show.
+TEST_F(RealshapeTest, LongPromptsAgreeWithLlamaCpp) {
+    const std::vector<Case> long_cases = LoadCases("reference-long.json");
+    EXPECT_EQ(CheckAgainstLlamaCpp(long_cases, [&](const std::string& name) { return Get(name); }), 6);
 }
 
 TEST_F(RealshapeTest, TheReferencePassAgreesWithTheOptimisedOne) {
@@ -143,17 +158,17 @@ TEST_F(RealshapeTest, TheReferencePassAgreesWithTheOptimisedOne) {
         if (done[c.model]) continue;
         done[c.model] = true;
         SCOPED_TRACE(c.model);
-        Model& m = Get(c.model);
-        if (models_[c.model] == nullptr) continue;
-        auto pool = KvBlockPool::Create(m.config(), 16, 8ull << 20);
+        Model* m = Get(c.model);
+        if (m == nullptr) continue;
+        auto pool = KvBlockPool::Create(m->config(), 16, 8ull << 20);
         ASSERT_TRUE(pool.ok()) << pool.status();
-        ForwardPass fwd(m, **pool);
+        ForwardPass fwd(*m, **pool);
         GenerateRequest req;
         req.prompt_tokens = c.prompt_tokens;
         req.max_tokens = 1;
         auto r = Generate(fwd, req);
         ASSERT_TRUE(r.ok()) << r.status();
-        ReferenceForward ref(m);
+        ReferenceForward ref(*m);
         std::vector<float> want;
         for (int32_t t : c.prompt_tokens) want = ref.Step(t);
         EXPECT_LT(testing::MaxRelDiff(r->first_logits.data(), want.data(), want.size()), 1e-3);
