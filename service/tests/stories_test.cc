@@ -1,6 +1,8 @@
 // prepackd on the real stories260K model against the llama2.c reference
 // (reference.json): streamed greedy ids, prompt ids as input, tokenizer
 // round trips, logprobs, and GenerateBatch = Generate.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -115,6 +117,38 @@ TEST_F(StoriesTest, TokenizeAndDetokenizeMatchReference) {
         ASSERT_TRUE(stub_->Detokenize(&ctx2, dreq, &dresp).ok());
         EXPECT_EQ(dresp.text(), c.prompt + c.greedy_text);
     }
+}
+
+// parse_special: the control token </s> (id 2 in stories260K's vocabulary)
+// from its text only when asked; by default its text is ordinary text. The
+// same switch on a Generate prompt reaches the engine (one prompt token more
+// than BOS alone).
+TEST_F(StoriesTest, ParseSpecialMakesControlTextOneToken) {
+    auto tokenize = [&](bool parse_special) {
+        grpc::ClientContext ctx;
+        prepack::v1::TokenizeRequest req;
+        req.set_text("</s>");
+        req.set_add_bos(false);
+        req.set_parse_special(parse_special);
+        prepack::v1::TokenizeResponse resp;
+        EXPECT_TRUE(stub_->Tokenize(&ctx, req, &resp).ok());
+        return std::vector<int32_t>(resp.token_ids().begin(), resp.token_ids().end());
+    };
+    EXPECT_EQ(tokenize(true), std::vector<int32_t>{2});
+    const std::vector<int32_t> plain = tokenize(false);
+    EXPECT_GT(plain.size(), 1u);
+    EXPECT_EQ(std::count(plain.begin(), plain.end(), 2), 0);
+
+    prepack::v1::GenerateRequest g;
+    g.set_text("</s>");
+    g.set_parse_special(true);
+    g.mutable_sampling()->set_max_tokens(1);
+    grpc::ClientContext ctx;
+    auto reader = stub_->Generate(&ctx, g);
+    prepack::v1::GenerateResponse r, last;
+    while (reader->Read(&r)) last = r;
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(last.usage().prompt_tokens(), 2) << "BOS and </s>";
 }
 
 TEST_F(StoriesTest, ModelInfoDescribesStories260K) {
