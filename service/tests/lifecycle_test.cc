@@ -58,11 +58,16 @@ public:
         ctx_.TryCancel();
         thread_.join();
     }
-    // Waits (up to `timeout`) until `status` has been seen.
+    // Waits (up to `timeout`) until `status` is seen after what earlier
+    // waits consumed: NOT_SERVING while loading must not satisfy a later wait
+    // for the NOT_SERVING of a drain.
     bool WaitFor(HealthCheckResponse::ServingStatus status, std::chrono::seconds timeout) {
         std::unique_lock<std::mutex> lock(mu_);
         return cv_.wait_for(lock, timeout, [&] {
-            return std::find(seen_.begin(), seen_.end(), status) != seen_.end();
+            const auto it = std::find(seen_.begin() + static_cast<std::ptrdiff_t>(consumed_), seen_.end(), status);
+            if (it == seen_.end()) return false;
+            consumed_ = static_cast<size_t>(it - seen_.begin()) + 1;
+            return true;
         });
     }
     std::vector<HealthCheckResponse::ServingStatus> seen() {
@@ -78,6 +83,7 @@ private:
     std::mutex                                                           mu_;
     std::condition_variable                                              cv_;
     std::vector<HealthCheckResponse::ServingStatus>                      seen_;
+    size_t                                                               consumed_ = 0;   // seen_ before it: matched
 };
 
 TEST(LifecycleTest, NotServingAndUnavailableWhileTheModelLoads) {

@@ -114,6 +114,9 @@ int main(void) {
     ids[0] = 100000;
     CHECK_INVALID(prepack_detokenize(engine, ids, 1, text, 8, &n));
     CHECK_STATUS(prepack_tokenize(engine, "hello there", 11, 0, ids, 8, &n), PREPACK_OK);
+    size_t len = 0;
+    CHECK_STATUS(prepack_detokenize(engine, ids, n, text, 4, &len), PREPACK_OUT_OF_RANGE);
+    CHECK(len == 11);
     /* parse_special: the control token's text is that token (EOS of the
     ** synthetic vocabulary, "</s>" = 2), else ordinary text of other ids. */
     CHECK_STATUS(prepack_tokenize_special(engine, "</s>", 4, 0, 1, ids, 8, &n), PREPACK_OK);
@@ -121,9 +124,6 @@ int main(void) {
     CHECK_STATUS(prepack_tokenize_special(engine, "</s>", 4, 0, 0, ids, 8, &n), PREPACK_OK);
     CHECK(n >= 2 && ids[0] != 2);
     CHECK_INVALID(prepack_tokenize_special(NULL, "hi", 2, 1, 0, ids, 8, &n));
-    size_t len = 0;
-    CHECK_STATUS(prepack_detokenize(engine, ids, n, text, 4, &len), PREPACK_OUT_OF_RANGE);
-    CHECK(len == 11);
 
     /* Requests and streams. */
     prepack_request rq;
