@@ -8,18 +8,23 @@
 
 namespace prepack::cpu {
 
+namespace {
+
+// o = weight * x / rms(x) over `n` floats; o may be x.
+inline void RmsNormVector(const float* x, const float* weight, float* o, int64_t n, float eps) {
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+    const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) o[i] = weight[i] * (scale * x[i]);
+}
+
+}  // namespace
+
 void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps) {
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* xr = x + r * dim;
-        float* o = out + r * dim;
-        float ss = 0.0f;
-#pragma omp simd reduction(+ : ss)
-        for (int64_t i = 0; i < dim; ++i) ss += xr[i] * xr[i];
-        const float scale = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
-#pragma omp simd
-        for (int64_t i = 0; i < dim; ++i) o[i] = weight[i] * (scale * xr[i]);
-    }
+    for (int64_t r = 0; r < rows; ++r) RmsNormVector(x + r * dim, weight, out + r * dim, dim, eps);
 }
 
 void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, int64_t dim) {
@@ -71,12 +76,7 @@ void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t col, int n
     for (int64_t r = 0; r < rows; ++r) {
         for (int h = 0; h < n_heads; ++h) {
             float* v = x + r * row_stride + col + static_cast<int64_t>(h) * head_dim;
-            float ss = 0.0f;
-#pragma omp simd reduction(+ : ss)
-            for (int i = 0; i < head_dim; ++i) ss += v[i] * v[i];
-            const float scale = 1.0f / std::sqrt(ss / static_cast<float>(head_dim) + eps);
-#pragma omp simd
-            for (int i = 0; i < head_dim; ++i) v[i] = weight[i] * (scale * v[i]);
+            RmsNormVector(v, weight, v, head_dim, eps);
         }
     }
 }
