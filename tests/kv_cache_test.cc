@@ -208,7 +208,7 @@ TEST(KvBlockPool, ExternalStorageIsCopiedThroughItsCallbackAndFreedOnce) {
               absl::StatusCode::kResourceExhausted);
 }
 
-TEST(PrefixCache, ReusesWholeBlocksAndEvictsLeastRecentlyUsed) {
+TEST(PrefixCache, ReusesWholeBlocksAndEvictsLeastRecentlyReleased) {
     auto pool = KvBlockPool::Create(Config(), 4, BlockBytes() * 12);
     ASSERT_TRUE(pool.ok());
     KvBlockPool& p = **pool;
@@ -233,8 +233,7 @@ TEST(PrefixCache, ReusesWholeBlocksAndEvictsLeastRecentlyUsed) {
     // Blocks in use are not evicted; once only the cache holds them they are,
     // and a child goes with its parent.
     EXPECT_EQ(cache.Evict(5), 0);
-    t.Release();
-    cache.Lookup(x, 10);   // touches the parent, then the child: the parent is now least recent
+    t.Release();   // the parent block is released first: it goes first
     EXPECT_EQ(cache.Evict(1), 2) << "evicting the parent drops its chained child";
     EXPECT_EQ(cache.size(), 0);
     EXPECT_EQ(p.num_free(), p.num_blocks());

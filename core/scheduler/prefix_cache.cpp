@@ -9,7 +9,7 @@ PrefixCache::PrefixCache(KvBlockPool& pool) : pool_(pool) {
 }
 
 PrefixCache::~PrefixCache() {
-    for (const Entry& e : lru_) {
+    for (const Entry& e : all_) {
         pool_.Watch(e.block, false);
         pool_.Release(e.block);
     }
@@ -38,13 +38,13 @@ uint64_t PrefixCache::ChainHash(uint64_t parent, const int32_t* tokens, int32_t 
     return h;
 }
 
-PrefixCache::Lru::iterator PrefixCache::Find(uint64_t hash, const int32_t* tokens, int32_t parent) {
+PrefixCache::Entries::iterator PrefixCache::Find(uint64_t hash, const int32_t* tokens, int32_t parent) {
     auto [lo, hi] = entries_.equal_range(hash);
     for (auto it = lo; it != hi; ++it) {
         const Entry& e = *it->second;
         if (e.parent == parent && std::equal(e.tokens.begin(), e.tokens.end(), tokens)) return it->second;
     }
-    return lru_.end();
+    return all_.end();
 }
 
 std::vector<int32_t> PrefixCache::Lookup(const std::vector<int32_t>& tokens, int32_t max_tokens) {
@@ -56,8 +56,7 @@ std::vector<int32_t> PrefixCache::Lookup(const std::vector<int32_t>& tokens, int
     for (int32_t end = bs; end <= limit; end += bs) {
         h = ChainHash(h, tokens.data() + end - bs, bs);
         auto it = Find(h, tokens.data() + end - bs, parent);
-        if (it == lru_.end()) break;
-        lru_.splice(lru_.begin(), lru_, it);   // most recently used
+        if (it == all_.end()) break;
         blocks.push_back(it->block);
         parent = it->block;
     }
@@ -72,29 +71,29 @@ void PrefixCache::Insert(const std::vector<int32_t>& tokens, const BlockTable& t
         const int32_t* block_tokens = tokens.data() + end - bs;
         h = ChainHash(h, block_tokens, bs);
         auto it = Find(h, block_tokens, parent);
-        if (it != lru_.end()) {
-            lru_.splice(lru_.begin(), lru_, it);
+        if (it != all_.end()) {
             parent = it->block;
             continue;
         }
         const int32_t block = table.blocks()[i];
         if (by_block_.count(block) > 0) break;   // cached under another chain: keep the one entry
         pool_.AddRef(block);   // the table holds it too: in use, not idle
-        lru_.push_front(Entry{h, block, parent, std::vector<int32_t>(block_tokens, block_tokens + bs)});
-        entries_.emplace(h, lru_.begin());
-        by_block_.emplace(block, lru_.begin());
-        children_.emplace(parent, lru_.begin());
+        const Entries::iterator added =
+            all_.insert(all_.end(), Entry{h, block, parent, std::vector<int32_t>(block_tokens, block_tokens + bs)});
+        entries_.emplace(h, added);
+        by_block_.emplace(block, added);
+        children_.emplace(parent, added);
         pool_.Watch(block, true);
         parent = block;
     }
 }
 
-void PrefixCache::Erase(Lru::iterator it) {
+void PrefixCache::Erase(Entries::iterator it) {
     // Children first (recursively); collect them before erasing anything.
-    std::vector<Lru::iterator> kids;
+    std::vector<Entries::iterator> kids;
     auto [clo, chi] = children_.equal_range(it->block);
     for (auto c = clo; c != chi; ++c) kids.push_back(c->second);
-    for (Lru::iterator k : kids) Erase(k);
+    for (Entries::iterator k : kids) Erase(k);
     auto [lo, hi] = entries_.equal_range(it->hash);
     for (auto e = lo; e != hi; ++e) {
         if (e->second == it) {
@@ -113,7 +112,7 @@ void PrefixCache::Erase(Lru::iterator it) {
     if (it->idle) idle_.erase(it->idle_pos);
     pool_.Watch(it->block, false);
     pool_.Release(it->block);
-    lru_.erase(it);
+    all_.erase(it);
 }
 
 int32_t PrefixCache::Evict(int32_t n) {

@@ -2,8 +2,8 @@
 // does it: every full block of a computed prompt is keyed by the chain hash
 // of all tokens up to its end; a new request reuses the longest chain of
 // cached blocks that starts its prompt; the cache holds one reference to
-// each block it keeps and gives blocks back, least recently used first, when
-// the pool runs short. This is the `lru` baseline the BatchLLM policy is
+// each block it keeps and gives blocks back, least recently released first,
+// when the pool runs short. This is the `lru` baseline the BatchLLM policy is
 // measured against. Keys are verified token by token, so a hash collision
 // can never hand out the wrong K/V.
 //
@@ -33,8 +33,8 @@ public:
 
     // The cached blocks holding the longest run of whole blocks at the start
     // of `tokens`, never all of it (the request must compute at least its
-    // last token itself). Marks them recently used. The caller takes its own
-    // references (BlockTable::Share) before anything else can evict them.
+    // last token itself). The caller takes its own references
+    // (BlockTable::Share) before anything else can evict them.
     std::vector<int32_t> Lookup(const std::vector<int32_t>& tokens, int32_t max_tokens);
 
     // Offers the first `n_tokens` tokens' whole blocks of `table` (computed
@@ -54,30 +54,30 @@ private:
     // A block is identified by its own tokens and the cached block before it
     // (-1 for the first), which was verified the same way: together exact.
     struct Entry;
-    using Lru = std::list<Entry>;
+    using Entries = std::list<Entry>;   // a list: iterators stay valid as entries come and go
     struct Entry {
         uint64_t             hash;
         int32_t              block;
         int32_t              parent;
         std::vector<int32_t> tokens;   // this block's tokens
         bool                 idle = false;
-        std::list<Lru::iterator>::iterator idle_pos{};   // its place in idle_ while idle
+        std::list<Entries::iterator>::iterator idle_pos{};   // its place in idle_ while idle
     };
 
     static uint64_t ChainHash(uint64_t parent, const int32_t* tokens, int32_t n);
-    Lru::iterator Find(uint64_t hash, const int32_t* tokens, int32_t parent);
+    Entries::iterator Find(uint64_t hash, const int32_t* tokens, int32_t parent);
     // Drops an entry and, first, every entry chained below it: a child's key
     // names its parent's block id, which must not outlive the parent entry.
-    void Erase(Lru::iterator it);
+    void Erase(Entries::iterator it);
     // The pool's word that `block` is idle (only the cache holds it) or in use.
     void OnWatch(int32_t block, bool idle);
 
     KvBlockPool& pool_;
-    Lru          lru_;   // every entry (front = most recently inserted or found)
-    std::list<Lru::iterator> idle_;   // entries whose block only the cache holds; front = released longest ago
-    std::unordered_multimap<uint64_t, Lru::iterator> entries_;
-    std::unordered_map<int32_t, Lru::iterator>       by_block_;   // a cached block's entry
-    std::unordered_multimap<int32_t, Lru::iterator>  children_;   // parent block -> entries below it
+    Entries      all_;    // every entry, in no particular order
+    std::list<Entries::iterator> idle_;   // entries whose block only the cache holds; front = released longest ago
+    std::unordered_multimap<uint64_t, Entries::iterator> entries_;
+    std::unordered_map<int32_t, Entries::iterator>       by_block_;   // a cached block's entry
+    std::unordered_multimap<int32_t, Entries::iterator>  children_;   // parent block -> entries below it
 };
 
 }  // namespace prepack
