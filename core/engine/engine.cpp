@@ -182,25 +182,28 @@ void Engine::Finish(Sequence& seq, FinishReason reason, absl::Status status) {
 
 void Engine::EndCancelledAndExpired() {
     const double now = NowSeconds();
-    auto ends = [&](const Sequence& s) {
-        return s.abandoned || (s.stream && s.stream->cancel.load(std::memory_order_relaxed)) ||
-               (s.deadline > 0 && now > s.deadline);
+    // Why `s` ends now, if it does: cancelled (by its caller, or an internal
+    // sequence nobody needs any more) before past its deadline.
+    enum class Ending { kNo, kCancelled, kExpired };
+    auto ending = [&](const Sequence& s) {
+        if (s.abandoned || (s.stream && s.stream->cancel.load(std::memory_order_relaxed))) return Ending::kCancelled;
+        return s.deadline > 0 && now > s.deadline ? Ending::kExpired : Ending::kNo;
     };
-    auto end = [&](Sequence& s) {
-        if (s.deadline > 0 && now > s.deadline && !s.abandoned &&
-            !s.stream->cancel.load(std::memory_order_relaxed)) {
+    auto end = [&](Sequence& s, Ending why) {
+        if (why == Ending::kExpired) {
             Finish(s, FinishReason::kError, absl::DeadlineExceededError("request deadline exceeded"));
         } else {
             Finish(s, FinishReason::kCancelled, absl::CancelledError("request cancelled"));
         }
     };
     std::erase_if(scheduler_->running(), [&](const auto& s) {
-        if (!ends(*s)) return false;
-        end(*s);
+        const Ending why = ending(*s);
+        if (why == Ending::kNo) return false;
+        end(*s, why);
         return true;
     });
-    for (auto& s : waiting_.TakeIf(ends)) {
-        end(*s);
+    for (auto& s : waiting_.TakeIf([&](const Sequence& q) { return ending(q) != Ending::kNo; })) {
+        end(*s, ending(*s));
         scheduler_->Dropped(*s);   // e.g. a group member that never shared its prefix no longer pins it
     }
 }
