@@ -12,6 +12,7 @@
 #include "cli/common.h"
 #include "core/batchllm/prefix_tree.h"
 #include "core/request/sampler.h"
+#include "kernels/cpu/cpu_level.h"
 
 namespace prepack::cli {
 namespace {
@@ -152,7 +153,8 @@ int Run(const BenchBatchOptions& o) {
             {"failed_requests", failed},
         });
     }
-    nlohmann::json out = {{"model", o.common.model}, {"workload", workload}, {"results", results}};
+    nlohmann::json out = {{"model", o.common.model}, {"cpu_kernels", cpu::KernelChoiceSummary()}, {"workload", workload},
+                          {"results", results}};
     if (o.common.json) {
         std::printf("%s\n", out.dump().c_str());
         return 0;
@@ -161,6 +163,7 @@ int Run(const BenchBatchOptions& o) {
                 o.common.model.c_str(), o.workload.c_str(), reqs->size(),
                 static_cast<long long>(tree.LogicalTokens()), 100.0 * workload["shared_prefix_fraction"].get<double>(),
                 static_cast<long long>(out_tokens));
+    std::printf("CPU kernels %s\n", cpu::KernelChoiceSummary().c_str());
     std::printf("%-9s %9s %12s %12s %10s %8s %10s %12s\n", "policy", "seconds", "out tok/s", "total tok/s",
                 "prefill", "saving", "vs unique", "peak KV MiB");
     for (const auto& r : results) {

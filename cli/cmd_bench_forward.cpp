@@ -12,6 +12,7 @@
 #include "core/forward/cpu_pass.h"
 #include "core/base/runtime.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/cpu_level.h"
 
 namespace prepack::cli {
 namespace {
@@ -168,6 +169,7 @@ int Run(const BenchForwardOptions& o) {
     nlohmann::json j = {
         {"model", model.source()},
         {"threads", NumThreads()},
+        {"cpu_kernels", cpu::KernelChoiceSummary()},
         {"prompt_tokens", o.prompt_tokens},
         {"decode_tokens", o.decode_tokens},
         {"prefill_seconds", prefill_s},
@@ -203,6 +205,7 @@ int Run(const BenchForwardOptions& o) {
                 model.source().c_str(), cpu::DTypeName(model.weights().dtype), cpu::DTypeName(kv_dtype),
                 NumThreads(), o.prompt_tokens,
                 o.decode_tokens, o.reps);
+    std::printf("CPU kernels %s\n", cpu::KernelChoiceSummary().c_str());
     std::printf("  prefill   %10.1f tokens/s  %8.1f GFLOP/s  (%.0f%% of GEMM peak %.1f GFLOP/s)\n",
                 n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, peak);
     std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights + KV  (%.0f%% of read bandwidth %.1f GB/s)\n",

@@ -14,6 +14,7 @@
 #include "cli/workload.h"
 #include "core/engine/generate.h"
 #include "core/base/runtime.h"
+#include "kernels/cpu/cpu_level.h"
 
 namespace prepack::cli {
 namespace {
@@ -116,6 +117,7 @@ int Run(const BenchLazyOptions& o) {
     }
     const nlohmann::json out = {{"model", model.source()},
                                 {"threads", NumThreads()},
+                                {"cpu_kernels", cpu::KernelChoiceSummary()},
                                 {"schedule", FormatLazySchedule(*schedule)},
                                 {"max_tokens", o.max_tokens},
                                 {"results", results}};
@@ -125,6 +127,7 @@ int Run(const BenchLazyOptions& o) {
     }
     std::printf("model %s, %d threads, schedule %s, %d generated tokens\n", model.source().c_str(), NumThreads(),
                 out["schedule"].get<std::string>().c_str(), o.max_tokens);
+    std::printf("CPU kernels %s\n", cpu::KernelChoiceSummary().c_str());
     std::printf("%7s %11s %11s %8s %8s %10s %9s %11s %11s %8s\n", "prompt", "TTFT full", "TTFT lazy", "speedup",
                 "work", "vs ideal", "keep1", "total full", "total lazy", "speedup");
     for (const nlohmann::json& r : results) {

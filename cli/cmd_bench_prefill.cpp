@@ -12,6 +12,7 @@
 #include "cli/workload.h"
 #include "core/prepacking/prefill_layout.h"
 #include "core/base/runtime.h"
+#include "kernels/cpu/cpu_level.h"
 
 namespace prepack::cli {
 namespace {
@@ -161,6 +162,7 @@ int Run(const BenchPrefillOptions& o) {
     nlohmann::json out = {
         {"model", model.source()},
         {"threads", NumThreads()},
+        {"cpu_kernels", cpu::KernelChoiceSummary()},
         {"workload", workload},
         {"ideal_speedup_vs_padded", padded_tokens / workload["total"].get<double>()},
         {"results", results},
@@ -174,6 +176,7 @@ int Run(const BenchPrefillOptions& o) {
                 model.source().c_str(), NumThreads(), prompts.size(), workload["distribution"].get<std::string>().c_str(),
                 workload["mean"].get<double>(), workload["cv"].get<double>(), workload["max"].get<int>(),
                 static_cast<long long>(workload["total"].get<int64_t>()));
+    std::printf("CPU kernels %s\n", cpu::KernelChoiceSummary().c_str());
     std::printf("ideal speedup over padded (padded tokens / real tokens): %.2fx\n",
                 out["ideal_speedup_vs_padded"].get<double>());
     std::printf("%-7s %5s %9s %8s %9s %11s %11s %9s%s\n", "layout", "rows", "computed", "padding", "seconds",

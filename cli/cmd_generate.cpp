@@ -14,12 +14,9 @@ struct GenerateOptions {
     CommonOptions            common;
     std::string              prompt;
     int32_t                  max_tokens = 128;
-    float                    temperature = 0.8f;
-    int32_t                  top_k = 40;
-    float                    top_p = 0.95f;
-    float                    min_p = 0.05f;
-    float                    repeat_penalty = 1.0f;
-    uint64_t                 seed = 0;
+    // The library's defaults (SamplingParams), as the C ABI, prepackd and the
+    // bindings use: one set everywhere, shown by --help.
+    SamplingParams           sampling;
     std::vector<std::string> stop;
     bool                     lazy = false;
     std::string              lazy_schedule;
@@ -30,12 +27,7 @@ int Run(const GenerateOptions& o) {
     GenerateRequest req;
     req.prompt = o.prompt;
     req.max_tokens = o.max_tokens;
-    req.sampling.temperature = o.temperature;
-    req.sampling.top_k = o.top_k;
-    req.sampling.top_p = o.top_p;
-    req.sampling.min_p = o.min_p;
-    req.sampling.repetition_penalty = o.repeat_penalty;
-    req.sampling.seed = o.seed;
+    req.sampling = o.sampling;
     req.stop = o.stop;
     req.parse_special = o.parse_special;
     // Check cheap things before loading a model.
@@ -95,12 +87,15 @@ void AddGenerate(CLI::App& app, int* exit_code) {
     cmd->add_flag("--parse-special", o->parse_special,
                   "read control-token text in the prompt, such as <|eot_id|>, as that token (off: plain text)");
     cmd->add_option("--max-tokens", o->max_tokens, "tokens to generate at most")->check(CLI::Range(0, 1 << 24));
-    cmd->add_option("--temperature", o->temperature, "0 = greedy");
-    cmd->add_option("--top-k", o->top_k, "keep the K most likely tokens (0 = off)");
-    cmd->add_option("--top-p", o->top_p, "nucleus sampling mass (1 = off)");
-    cmd->add_option("--min-p", o->min_p, "drop tokens below min-p x the top probability (0 = off)");
-    cmd->add_option("--repeat-penalty", o->repeat_penalty, "penalty for recently seen tokens (1 = off)");
-    cmd->add_option("--seed", o->seed, "sampling seed: same seed, same tokens");
+    SamplingParams& s = o->sampling;
+    cmd->add_option("--temperature", s.temperature, "0 = greedy")->capture_default_str();
+    cmd->add_option("--top-k", s.top_k, "keep the K most likely tokens (0 = off)")->capture_default_str();
+    cmd->add_option("--top-p", s.top_p, "nucleus sampling mass (1 = off)")->capture_default_str();
+    cmd->add_option("--min-p", s.min_p, "drop tokens below min-p x the top probability (0 = off)")
+        ->capture_default_str();
+    cmd->add_option("--repeat-penalty", s.repetition_penalty, "penalty for recently seen tokens (1 = off)")
+        ->capture_default_str();
+    cmd->add_option("--seed", s.seed, "sampling seed: same seed, same tokens")->capture_default_str();
     cmd->add_option("--stop", o->stop, "stop when this text is generated (repeatable)");
     cmd->add_flag("--lazy", o->lazy, "LazyLLM: prune prompt tokens the next token barely attends to");
     cmd->add_option("--lazy-schedule", o->lazy_schedule,

@@ -13,6 +13,7 @@
 #include "core/model/model_config.h"
 #include "core/model/tokenizer.h"
 #include "core/model/weights.h"
+#include "kernels/cpu/cpu_level.h"
 
 namespace prepack::cli {
 namespace {
@@ -81,6 +82,7 @@ absl::StatusOr<nlohmann::json> Describe(const std::string& spec) {
     } else {
         j["tokenizer_error"] = std::string(tok.status().message());
     }
+    j["cpu_kernels"] = cpu::KernelChoiceSummary();
     nlohmann::json meta = nlohmann::json::object();
     for (const std::string& k : f->Keys()) meta[k] = f->ValueSummary(k);
     j["metadata"] = meta;
@@ -95,7 +97,7 @@ void PrintText(const nlohmann::json& j) {
                           "kv_bytes_per_token_f32", "gguf_version", "file_bytes",
                           "tensor_count", "tensor_types", "tokenizer", "tokenizer_vocab_size", "vocab_type",
                           "pre_tokenizer", "special_tokens", "end_of_generation", "add_bos", "add_eos",
-                          "tokenizer_error", "weights"}) {
+                          "tokenizer_error", "weights", "cpu_kernels"}) {
         if (j.contains(k)) std::printf("%-22s %s\n", k, j[k].dump().c_str());
     }
     if (j.contains("metadata")) {

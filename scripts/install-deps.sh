@@ -7,7 +7,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
-  build-essential cmake pkg-config git ca-certificates \
+  build-essential cmake pkg-config git ca-certificates ccache \
   libgtest-dev libgmock-dev \
   libabsl-dev \
   libpcre2-dev \
@@ -20,8 +20,12 @@ $SUDO apt-get install -y --no-install-recommends \
   swig default-jdk-headless junit4 junit5 \
   mono-mcs mono-runtime nunit-console libnunit-cil-dev \
   python3 python3-venv \
+  valgrind qemu-user \
   clang libclang-rt-14-dev libomp-dev
 # libpcre2-dev: the regexes of the BPE pre-tokenizers (core/model/pretokenizer.cpp).
+# valgrind: the installed library is run under memcheck (tests/capi/check_install.sh);
+# qemu-user: the CLI run as an AVX2-only and a baseline (x86-64-v2) CPU would
+# run it (tests/cpu_level_qemu.sh).
 # clang + libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes for
 # scripts/fuzz.sh; libomp-dev: OpenMP for code compiled by clang.
 # Never add golang-goprotobuf-dev: it conflicts with protoc-gen-go.

@@ -99,6 +99,9 @@ TEST_F(StoriesTest, GreedyGenerationMatches) {
         EXPECT_EQ(r->tokens, tc["greedy_ids"].get<std::vector<int32_t>>()) << tc["name"];
         EXPECT_EQ(r->text, tc["greedy_text"].get<std::string>());
         EXPECT_EQ(streamed, r->text);
+        // A completion's ids alone decode to exactly its text (its first
+        // token's space included).
+        EXPECT_EQ(model_->tokenizer().Decode(r->tokens), r->text);
         EXPECT_EQ(r->finish_reason, FinishReason::kLength);
     }
     EXPECT_EQ(pool_->num_free(), pool_->num_blocks()) << "generation leaked KV blocks";

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "core/model/model_config.h"
+#include "core/model/tokenizer.h"
 
 namespace prepack::testing {
 
@@ -62,6 +63,16 @@ inline ModelConfig SmallConfig(int dim, int heads, int kv_heads, int layers, int
     c.vocab_size = vocab;
     c.max_context = 512;
     return c;
+}
+
+// Ids encoded without a BOS, decoded as the start of a text: after a BOS
+// (SPM), which drops the dummy-prefix space the encoder put in front. Decode
+// alone keeps every byte the ids stand for (core/model/tokenizer.h).
+inline std::string DecodeAsText(const Tokenizer& tok, std::vector<int32_t> ids) {
+    if (tok.vocab_type() == "spm" && tok.bos_id() >= 0 && (ids.empty() || ids[0] != tok.bos_id())) {
+        ids.insert(ids.begin(), tok.bos_id());
+    }
+    return tok.Decode(ids);
 }
 
 // Largest |a - b| relative to max(1, |b|) over two equally long rows.

@@ -529,8 +529,11 @@ std::string Tokenizer::TokenBytes(int32_t id, bool after_bos) const {
 namespace {
 
 // Shared by Decode and StreamDecoder so both apply the same dummy-prefix
-// rule: at the start and after every BOS, the first token that contributes
-// bytes loses its leading space. Updates `*first`; returns the token's bytes.
+// rule: after a BOS, the first token that contributes bytes loses its
+// leading space (the space the encoder put before the text). Anywhere else a
+// token keeps every byte: the ids of a completion alone decode to exactly the
+// text streamed for them, and Decode(a + b) == Decode(a) + Decode(b) whenever
+// b does not start with a BOS. Updates `*first`; returns the token's bytes.
 std::string NextTokenBytes(const Tokenizer& tok, int32_t id, bool* first) {
     // (A BPE vocabulary may lack a real BOS: its default id can be a normal
     // token, which must still print. BPE has no dummy prefix anyway.)
@@ -549,7 +552,7 @@ std::string NextTokenBytes(const Tokenizer& tok, int32_t id, bool* first) {
 
 std::string Tokenizer::Decode(const std::vector<int32_t>& ids) const {
     std::string out;
-    bool first = true;
+    bool first = false;   // only a BOS starts text whose dummy prefix is dropped
     for (int32_t id : ids) out += NextTokenBytes(*this, id, &first);
     return out;
 }

@@ -9,8 +9,12 @@
 // concatenation is a piece with the highest score (leftmost on ties).
 // Decoding reverses it: "▁" becomes ' ', byte tokens become raw bytes, control
 // tokens (BOS/EOS/unknown) produce nothing, and the dummy-prefix space of the
-// first piece is dropped, so Decode(Encode(s)) == s for any valid UTF-8 s
-// that does not contain U+2581 itself (it decodes as a space).
+// first piece after a BOS is dropped, so Decode(Encode(s, add_special=true))
+// == s for any valid UTF-8 s that does not contain U+2581 itself (it decodes
+// as a space). Without a BOS every byte is kept: ids decode to exactly the
+// text they stand for in a longer sequence (a completion's ids alone give
+// the completion's text, leading space included), so text encoded without
+// BOS decodes with the dummy-prefix space in front.
 //
 // Byte-level BPE (`tokenizer.ggml.model = "gpt2"`, vocab_type() "bpe"), as
 // llama.cpp tokenizes it: user-defined tokens are split out of the text first
@@ -183,7 +187,7 @@ public:
 private:
     const Tokenizer* tok_;
     std::string      pending_;
-    bool             first_ = true;   // next text piece is the first: drop its dummy-prefix space (SPM)
+    bool             first_ = false;   // set by a BOS: the next text piece drops its dummy-prefix space (SPM)
 };
 
 // True when `s` is valid UTF-8 (no overlongs, surrogates or values > U+10FFFF).

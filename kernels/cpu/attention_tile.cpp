@@ -1,5 +1,4 @@
-#include "kernels/cpu/attention_tile.h"
-
+// Per level (kernel_table.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,7 +6,9 @@
 
 #include "kernels/cpu/simd.h"
 
-namespace prepack::cpu {
+#include "kernels/cpu/attention_tile.h"   // last: opens the per-level region
+
+PREPACK_ISA_BEGIN
 namespace {
 
 // Keys per chunk at most: a chunk's transposed K (head_dim x 64 floats) and
@@ -334,4 +335,4 @@ void AttentionTile::AttendChunks(const AttentionSpan& span, const T* k, const T*
     }
 }
 
-}  // namespace prepack::cpu
+PREPACK_ISA_END

@@ -18,7 +18,10 @@
 
 #include "kernels/cpu/attention.h"
 
-namespace prepack::cpu {
+// Last: opens the per-level region (this header is per level, like its users).
+#include "kernels/cpu/level_kernels.h"
+
+PREPACK_ISA_BEGIN
 
 class AttentionTile {
 public:
@@ -71,4 +74,4 @@ private:
     std::vector<float> vz_;       // [chunk][hd]: V with absent (LazyLLM) keys zeroed
 };
 
-}  // namespace prepack::cpu
+PREPACK_ISA_END

@@ -1,12 +1,14 @@
-#include "kernels/cpu/elementwise.h"
-
+// Per level (kernel_table.h): the row-wise kernels declared in
+// kernels/cpu/elementwise.h.
 #include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/simd.h"
 
-namespace prepack::cpu {
+#include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
+
+PREPACK_ISA_BEGIN
 
 namespace {
 
@@ -107,4 +109,4 @@ void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
     }
 }
 
-}  // namespace prepack::cpu
+PREPACK_ISA_END

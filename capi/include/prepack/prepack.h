@@ -243,6 +243,10 @@ PREPACK_API prepack_status prepack_tokenize_special(const prepack_engine *engine
 ** *text_len receives the length without the NUL. When capacity is too
 ** small, returns OUT_OF_RANGE with *text_len set to the length needed (add
 ** one for the NUL). Ids outside the vocabulary give INVALID_ARGUMENT.
+** Exact: every id gives the bytes it stands for, so the ids of a completion
+** alone decode to the completion's text, its leading space included. Only
+** the first piece after a BOS loses the space SentencePiece put before the
+** text, so tokenize(add_special=1) then detokenize gives the text back.
 ** Thread-safe. */
 PREPACK_API prepack_status prepack_detokenize(const prepack_engine *engine, const int32_t *tokens, size_t n_tokens,
                                               char *text, size_t capacity, size_t *text_len);

@@ -1,0 +1,71 @@
+// The public CPU kernel functions, forwarded to the table of the active
+// level. One indirect call per kernel launch: each does at least a row of
+// work, so the call is noise.
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/kernel_table.h"
+
+namespace prepack::cpu {
+namespace {
+
+const KernelTable& TableFor(CpuLevel level) {
+#if defined(__x86_64__)
+    switch (level) {
+        case CpuLevel::kAvx512Bf16:
+        case CpuLevel::kAvx512: return isa_avx512::Kernels();
+        case CpuLevel::kAvx2: return isa_avx2::Kernels();
+        case CpuLevel::kBaseline: break;
+    }
+#endif
+    (void)level;
+    return isa_baseline::Kernels();
+}
+
+}  // namespace
+
+// ActiveCpuLevel() is decided once (cpu_level.cpp); reading it per launch
+// is an atomic load, and lets tests switch levels (ForceCpuLevel).
+const KernelTable& ActiveKernels() { return TableFor(ActiveCpuLevel()); }
+
+void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps) {
+    ActiveKernels().rms_norm(x, weight, out, rows, dim, eps);
+}
+
+void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, int64_t dim) {
+    ActiveKernels().gather(table, ids, out, rows, dim);
+}
+
+void Rope(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
+          const int32_t* positions, const float* inv_freq, bool neox) {
+    ActiveKernels().rope(x, rows, row_stride, col, n_heads, head_dim, rope_dim, positions, inv_freq, neox);
+}
+
+void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,
+                  const float* weight, float eps) {
+    ActiveKernels().rms_norm_heads(x, rows, row_stride, col, n_heads, head_dim, weight, eps);
+}
+
+void AddBias(float* x, const float* bias, int64_t rows, int64_t dim) {
+    ActiveKernels().add_bias(x, bias, rows, dim);
+}
+
+void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
+    ActiveKernels().swiglu(gu, out, rows, hidden);
+}
+
+void PagedAttention(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
+                    int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared) {
+    ActiveKernels().paged_attention(q, out, shape, spans, n_spans, kv, shared);
+}
+
+void LastQueryScores(const float* q, const AttentionShape& shape, const AttentionSpan& span, const PagedKv& kv,
+                     float* scores) {
+    ActiveKernels().last_query_scores(q, shape, span, kv, scores);
+}
+
+void F32ToBf16Row(const float* src, uint16_t* dst, size_t n) { ActiveKernels().f32_to_bf16_row(src, dst, n); }
+
+void Bf16ToF32Row(const uint16_t* src, float* dst, size_t n) { ActiveKernels().bf16_to_f32_row(src, dst, n); }
+
+}  // namespace prepack::cpu

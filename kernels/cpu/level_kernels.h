@@ -1,0 +1,40 @@
+// The per-level kernel functions, declared for the level being compiled
+// (isa_region.h). Include it last in a per-level source: the functions of one
+// level call each other directly, not through the dispatch table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matrix.h"
+#include "kernels/cpu/isa_region.h"
+
+PREPACK_ISA_BEGIN
+
+// elementwise.cpp (the meaning of each: kernels/cpu/elementwise.h)
+void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps);
+void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, int64_t dim);
+void Rope(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
+          const int32_t* positions, const float* inv_freq, bool neox);
+void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,
+                  const float* weight, float eps);
+void AddBias(float* x, const float* bias, int64_t rows, int64_t dim);
+void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden);
+
+// small_linear.cpp: Y[m, n] = X[m, k] W[n, k]^T (+ Y) for few rows.
+void SmallLinearF32(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);
+void SmallLinearBf16(const float* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);
+
+// attention.cpp (kernels/cpu/attention.h)
+void PagedAttention(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
+                    int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared);
+void LastQueryScores(const float* q, const AttentionShape& shape, const AttentionSpan& span, const PagedKv& kv,
+                     float* scores);
+
+// bf16_rows.cpp (kernels/cpu/bf16.h)
+void F32ToBf16Row(const float* src, uint16_t* dst, size_t n);
+void Bf16ToF32Row(const uint16_t* src, float* dst, size_t n);
+
+PREPACK_ISA_END

@@ -1,0 +1,128 @@
+// The CPU kernels of every instruction-set level this CPU has, forced in
+// turn (kernels/cpu/cpu_level.h), against the baseline level: the same
+// greedy tokens and logits equal within the rounding that FMA contraction
+// and vector width change. The forward pass covers every dispatched kernel:
+// gather, RMSNorm, RoPE (both styles), Q/K norm, biases, SwiGLU, the
+// few-row linear layers (f32 and bf16), attention and bf16 conversion.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "core/forward/cpu_pass.h"
+#include "core/model/model.h"
+#include "kernels/cpu/cpu_level.h"
+#include "kernels/cpu/kernel_table.h"
+#include "tests/test_util.h"
+
+namespace prepack {
+namespace {
+
+using cpu::CpuLevel;
+
+// The distinct kernel tables up to the detected level (avx512-bf16 shares
+// avx512's kernels).
+std::vector<CpuLevel> LevelsHere() {
+    std::vector<CpuLevel> levels;
+    for (CpuLevel l : {CpuLevel::kBaseline, CpuLevel::kAvx2, CpuLevel::kAvx512}) {
+        if (static_cast<int>(l) <= static_cast<int>(cpu::DetectedCpuLevel())) levels.push_back(l);
+    }
+    return levels;
+}
+
+struct Run {
+    std::vector<int32_t> tokens;                // greedy continuation
+    std::vector<std::vector<float>> logits;     // after the prompt, then after each token
+};
+
+// A prompt of `n_prompt` tokens (prefill through the GEMM library for more
+// than 16 rows), then `n_decode` greedy steps (the few-row kernels).
+Run Greedy(const Model& model, int n_prompt, int n_decode) {
+    auto pool = KvBlockPool::Create(model.config(), 16, 64ull << 20);
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    ForwardPass fwd(model, **pool);
+    std::vector<int32_t> ids(n_prompt);
+    for (int i = 0; i < n_prompt; ++i) ids[i] = 1 + (i * 37) % (model.config().vocab_size - 1);
+    BlockTable kv;
+    EXPECT_TRUE(kv.Reserve(**pool, n_prompt + n_decode).ok());
+    Run run;
+    int32_t pos = 0;
+    for (int step = 0; step <= n_decode; ++step) {
+        StepPlan plan;
+        plan.Add(&kv, ids.data() + pos, static_cast<int32_t>(ids.size()) - pos, pos);
+        StepOutput out;
+        EXPECT_TRUE(fwd.Run(plan, &out).ok());
+        const float* logits = out.logits.data();
+        const std::vector<float> row(logits, logits + model.config().vocab_size);
+        run.logits.push_back(row);
+        const int32_t next = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+        pos = static_cast<int32_t>(ids.size());
+        ids.push_back(next);
+        run.tokens.push_back(next);
+    }
+    kv.Release();
+    return run;
+}
+
+void ExpectEveryLevelAgrees(const Model& model, const char* what, double tolerance) {
+    const std::vector<CpuLevel> levels = LevelsHere();
+    ASSERT_TRUE(cpu::ForceCpuLevel(CpuLevel::kBaseline));
+    ASSERT_EQ(cpu::ActiveKernels().level, CpuLevel::kBaseline);
+    const Run base = Greedy(model, 40, 12);
+    for (CpuLevel level : levels) {
+        if (level == CpuLevel::kBaseline) continue;
+        ASSERT_TRUE(cpu::ForceCpuLevel(level));
+        ASSERT_EQ(cpu::ActiveKernels().level, level) << "the forced level's own table runs";
+        const Run run = Greedy(model, 40, 12);
+        EXPECT_EQ(run.tokens, base.tokens) << what << " at " << cpu::CpuLevelName(level);
+        for (size_t s = 0; s < base.logits.size(); ++s) {
+            ASSERT_EQ(run.logits[s].size(), base.logits[s].size());
+            EXPECT_LT(testing::MaxRelDiff(run.logits[s].data(), base.logits[s].data(), base.logits[s].size()),
+                      tolerance)
+                << what << " at " << cpu::CpuLevelName(level) << ", step " << s;
+        }
+    }
+    std::printf("%s: levels compared with baseline:", what);
+    for (CpuLevel l : levels) std::printf(" %s", cpu::CpuLevelName(l));
+    std::printf("\n");
+}
+
+TEST(CpuLevels, NoLevelAboveTheCpuCanBeForced) {
+    const int detected = static_cast<int>(cpu::DetectedCpuLevel());
+    for (int l = 0; l <= 3; ++l) {
+        EXPECT_EQ(cpu::ForceCpuLevel(static_cast<CpuLevel>(l)), l <= detected) << cpu::CpuLevelName(static_cast<CpuLevel>(l));
+    }
+    cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
+    EXPECT_EQ(cpu::ParseCpuLevel("avx512-bf16"), CpuLevel::kAvx512Bf16);
+    EXPECT_EQ(cpu::ParseCpuLevel("AVX2"), std::nullopt) << "names are exact, as listed";
+    EXPECT_EQ(cpu::ParseCpuLevel("sse"), std::nullopt);
+}
+
+TEST(CpuLevels, StoriesF32AndBf16AgreeAtEveryLevel) {
+    PREPACK_REQUIRE_STORIES();
+    for (cpu::DType dtype : {cpu::DType::kF32, cpu::DType::kBf16}) {
+        auto model = Model::Load(testing::StoriesDir() + "/stories260K.gguf", dtype);
+        ASSERT_TRUE(model.ok()) << model.status();
+        ExpectEveryLevelAgrees(**model, dtype == cpu::DType::kF32 ? "stories260K f32" : "stories260K bf16", 1e-4);
+    }
+    cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
+}
+
+// The optional parts of the model families: Qwen2's biases, Qwen3's Q/K
+// norm, NeoX RoPE, grouped-query attention, at a shape whose rows are not a
+// multiple of the vector width.
+TEST(CpuLevels, ModelFamilyPartsAgreeAtEveryLevel) {
+    ModelConfig c = testing::SmallConfig(72, 6, 2, 2, 200, 301);
+    c.rope_style = RopeStyle::kNeox;
+    c.qkv_bias = true;
+    c.qk_norm = true;
+    auto model = Model::FromConfig(c, 7);
+    ASSERT_TRUE(model.ok()) << model.status();
+    ExpectEveryLevelAgrees(**model, "qwen-like 72-dim", 1e-4);
+    cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
+}
+
+}  // namespace
+}  // namespace prepack
