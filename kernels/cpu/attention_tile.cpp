@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/simd.h"
 
+#include "kernels/cpu/vec8.h"   // after the others: per level, like what follows
 #include "kernels/cpu/attention_tile.h"   // last: opens the per-level region
 
 PREPACK_ISA_BEGIN

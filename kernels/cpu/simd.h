@@ -1,8 +1,6 @@
-// Eight-float vectors through the GCC/Clang vector extension: plain
-// arithmetic that compiles to AVX2 FMAs with -march=native and to pairs of
-// SSE instructions elsewhere. Arrays of these with fixed trip counts stay in
-// registers, which nested loops over plain float arrays did not (GCC
-// spilled them), so the register-blocked kernels are written with them.
+// Scalar helpers of the kernels: exp of a non-positive argument, and a K/V
+// element as f32 whatever the cache stores. Plain float code, so any level
+// may call them (the eight-float vectors are in vec8.h, per level).
 #pragma once
 
 #include <algorithm>
@@ -12,40 +10,10 @@
 
 namespace prepack::cpu {
 
-using Vec8 = float __attribute__((vector_size(32)));
-
-inline Vec8 Load8(const float* p) {
-    Vec8 v;
-    __builtin_memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-inline void Store8(float* p, Vec8 v) { __builtin_memcpy(p, &v, sizeof(v)); }
-
-inline Vec8 Splat8(float x) { return Vec8{} + x; }
-
-// Eight bf16 values widened to f32 (exact: a zero-extend and a shift).
-inline Vec8 LoadBf16x8(const uint16_t* p) {
-    using U16x8 = uint16_t __attribute__((vector_size(16)));
-    using U32x8 = uint32_t __attribute__((vector_size(32)));
-    U16x8 h;
-    __builtin_memcpy(&h, p, sizeof(h));
-    const U32x8 w = __builtin_convertvector(h, U32x8) << 16;
-    Vec8 v;
-    __builtin_memcpy(&v, &w, sizeof(v));
-    return v;
-}
-
 // K/V elements as f32 whatever the cache stores (f32, or bf16 as uint16_t),
 // so one kernel template serves both.
-inline Vec8  LoadAsF32x8(const float* p) { return Load8(p); }
-inline Vec8  LoadAsF32x8(const uint16_t* bf16) { return LoadBf16x8(bf16); }
 inline float AsF32(float x) { return x; }
 inline float AsF32(uint16_t bf16) { return std::bit_cast<float>(static_cast<uint32_t>(bf16) << 16); }
-
-inline float Sum8(Vec8 v) {
-    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-}
 
 // exp(x) for x <= 0 (a softmax score minus its running max; SiLU's
 // e^-|g|) in plain arithmetic the compiler vectorises inside `omp simd`

@@ -11,6 +11,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/simd.h"
 
+#include "kernels/cpu/vec8.h"   // after the others: per level, like what follows
 #include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
 
 PREPACK_ISA_BEGIN
