@@ -57,13 +57,40 @@
 
 #if defined(SWIGJAVA)
 %{
-// Raises dev.prepack.PrepackException(int status, String message) in the
-// calling Java thread; the JNI function then returns at once.
+// A std::string as a Java byte[] of the same bytes, which the proxy decodes
+// as UTF-8 (see the string typemaps below). NULL with an error pending.
+static jbyteArray PrepackJavaBytes(JNIEnv* env, const std::string& s) {
+    if (s.size() > 0x7fffffff) {   // a Java array holds at most 2^31 - 1 bytes
+        SWIG_JavaThrowException(env, SWIG_JavaOutOfMemoryError, "string too long for Java");
+        return nullptr;
+    }
+    const jsize n = static_cast<jsize>(s.size());
+    jbyteArray out = env->NewByteArray(n);   // NULL: OutOfMemoryError pending
+    if (out != nullptr) env->SetByteArrayRegion(out, 0, n, reinterpret_cast<const jbyte*>(s.data()));
+    return out;
+}
+
+// The bytes of a Java byte[] (String.getBytes(UTF_8)) as a std::string.
+// False with NullPointerException pending for null.
+static bool PrepackJavaString(JNIEnv* env, jbyteArray in, std::string* out) {
+    if (in == nullptr) {
+        SWIG_JavaThrowException(env, SWIG_JavaNullPointerException, "null string");
+        return false;
+    }
+    out->resize(static_cast<size_t>(env->GetArrayLength(in)));
+    env->GetByteArrayRegion(in, 0, static_cast<jsize>(out->size()), reinterpret_cast<jbyte*>(&(*out)[0]));
+    return true;
+}
+
+// Raises dev.prepack.PrepackException(int status, byte[] utf8Message) in the
+// calling Java thread; the JNI function then returns at once. The message
+// goes as bytes for the reason the string typemaps do: it may quote the
+// caller's text (a lazy schedule), emoji included.
 static void PrepackThrowJava(JNIEnv* env, int code, const char* message) {
     jclass cls = env->FindClass("dev/prepack/PrepackException");
     if (cls == nullptr) return;   // NoClassDefFoundError is pending instead
-    jmethodID ctor = env->GetMethodID(cls, "<init>", "(ILjava/lang/String;)V");
-    jstring   text = env->NewStringUTF(message);
+    jmethodID  ctor = env->GetMethodID(cls, "<init>", "(I[B)V");
+    jbyteArray text = PrepackJavaBytes(env, message);
     if (ctor != nullptr && text != nullptr) {
         jobject ex = env->NewObject(cls, ctor, static_cast<jint>(code), text);
         if (ex != nullptr) env->Throw(static_cast<jthrowable>(ex));
@@ -71,6 +98,30 @@ static void PrepackThrowJava(JNIEnv* env, int code, const char* message) {
     env->DeleteLocalRef(cls);
 }
 %}
+
+/* Strings cross JNI as real UTF-8: byte[] on the native side, Java's own
+** codec (String.getBytes / new String, UTF_8) on the Java side. SWIG's
+** std::string typemaps use GetStringUTFChars/NewStringUTF, which speak JNI's
+** *modified* UTF-8: a character outside the BMP (emoji) goes in as two
+** 3-byte surrogates, which the library rejects as "not valid UTF-8", and a
+** 4-byte sequence coming out is not valid modified UTF-8 at all (an embedded
+** NUL is C0 80, too). These cover every std::string the layer has: prompts,
+** stop strings (StringVector's elements), tokenize/detokenize, token and
+** result text, messages, the model path. Invalid UTF-8 coming out becomes
+** U+FFFD, never a JNI error; the layer only hands out whole UTF-8. */
+%typemap(jni)     std::string, const std::string& "jbyteArray"
+%typemap(jtype)   std::string, const std::string& "byte[]"
+%typemap(jstype)  std::string, const std::string& "String"
+%typemap(javain)  std::string, const std::string& "$javainput.getBytes(java.nio.charset.StandardCharsets.UTF_8)"
+%typemap(javaout) std::string, const std::string& {
+    return new String($jnicall, java.nio.charset.StandardCharsets.UTF_8);
+  }
+%typemap(in) std::string %{ if (!PrepackJavaString(jenv, $input, &$1)) return $null; %}
+%typemap(in) const std::string& (std::string bytes)
+%{ if (!PrepackJavaString(jenv, $input, &bytes)) return $null;
+   $1 = &bytes; %}
+%typemap(out) std::string %{ $result = PrepackJavaBytes(jenv, $1); %}
+%typemap(out) const std::string& %{ $result = PrepackJavaBytes(jenv, *$1); %}
 /* Any use of the native methods loads the library first (from the jar). */
 %pragma(java) jniclasscode=%{
   static {

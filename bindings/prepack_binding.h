@@ -147,7 +147,8 @@ public:
     Stream& operator=(const Stream&) = delete;
 
     // Waits up to timeout_ms (< 0: without limit) for the next event. After
-    // the end, returns NEXT_END at once. FAILED_PRECONDITION once closed.
+    // the end, returns NEXT_END at once, every time. FAILED_PRECONDITION once
+    // closed, also after the end (closed is checked first).
     NextResult Next(int64_t timeout_ms, Status* status);
     // The last token Next() returned (a copy).
     Token token() const;

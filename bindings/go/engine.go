@@ -130,8 +130,10 @@ func (e *Engine) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, 
 	return ints(out), nil
 }
 
-// Detokenize returns the text of ids, exactly: control tokens (BOS, EOS)
-// give no text, and Detokenize(Tokenize(s, false, false)) == s. Errors:
+// Detokenize returns the text of ids, exactly: every id gives its bytes and
+// control tokens (BOS, EOS) none, except that the first piece after a BOS
+// drops the space SentencePiece put before the text, so
+// Detokenize(Tokenize(s, true, false)) == s. Errors:
 // InvalidArgument for an id outside the vocabulary, FailedPrecondition
 // once the engine is closed.
 func (e *Engine) Detokenize(ids []int32) (string, error) {

@@ -78,7 +78,7 @@ func resultFrom(r native.Result) Result {
 			PromptTokens: u.GetPromptTokens(), CompletionTokens: u.GetCompletionTokens(),
 			CachedPromptTokens: u.GetCachedPromptTokens(),
 			QueueMs:            u.GetQueueMs(), TTFTMs: u.GetTtftMs(), TotalMs: u.GetTotalMs(),
-			PrunedFraction:     u.GetPrunedFraction(),
+			PrunedFraction: u.GetPrunedFraction(),
 		},
 	}
 	if code := Code(r.GetStatus()); code != OK {

@@ -50,15 +50,28 @@ func newStream(ctx context.Context, h native.Stream) *Stream {
 }
 
 // Next waits for the next token and reports whether there is one. It
-// returns false at the end of the request, or on an error (see Err).
+// returns false at the end of the request, or on an error (see Err); until
+// the stream is closed, again at each later call, with Err unchanged. On a
+// closed stream it returns false and Err is FailedPrecondition, however the
+// request had ended; Result still gives what was read.
 func (s *Stream) Next() bool {
-	if s == nil || s.result != nil || s.err != nil {
+	if s == nil {
 		return false
 	}
 	s.mu.RLock()
-	err := s.read()
+	// Closed first, so that a stream used after Close is never mistaken for
+	// one that ended: the end was read before the Close.
+	closed := s.h == nil
+	fetch := !closed && s.result == nil && s.err == nil
+	var err error
+	if fetch {
+		err = s.read()
+	}
 	s.mu.RUnlock()
 	switch {
+	case closed:
+		s.err = errorf(FailedPrecondition, "stream is closed")
+	case !fetch: // the end, or the error, already read
 	case err != nil:
 		s.err = err
 	case s.result != nil:
@@ -70,11 +83,9 @@ func (s *Stream) Next() bool {
 	return s.err == nil && s.result == nil
 }
 
-// read fetches one event into s.token or s.result; the read lock is held.
+// read fetches one event into s.token or s.result; the read lock is held
+// and s.h is open.
 func (s *Stream) read() error {
-	if s.h == nil {
-		return errorf(FailedPrecondition, "stream is closed")
-	}
 	var next native.PrepackBindingNextResult
 	if err := call(func(st native.Status) { next = s.h.Next(-1, st) }); err != nil {
 		return err
@@ -125,7 +136,8 @@ func (s *Stream) Cancel() {
 }
 
 // Close cancels the request if it is running and frees the stream.
-// Closing twice is harmless; Next on a closed stream reports FailedPrecondition.
+// Closing twice is harmless; Next on a closed stream returns false with Err
+// FailedPrecondition, also after the request had ended.
 func (s *Stream) Close() error {
 	if s == nil {
 		return nil

@@ -43,7 +43,9 @@ namespace Prepack
         /// <summary>
         /// Starts a request (argument errors throw here) and returns its tokens,
         /// read as they are enumerated. Cancelling the token cancels the request:
-        /// the enumeration then throws PrepackException(Cancelled).
+        /// the enumeration then throws PrepackException(Cancelled). Enumerate it
+        /// once: its end disposes the stream, so a second enumeration throws
+        /// FailedPrecondition.
         /// </summary>
         public IEnumerable<Token> Generate(Request request, CancellationToken cancellation = default(CancellationToken))
         {
@@ -109,8 +111,10 @@ namespace Prepack
         }
 
         /// <summary>
-        /// The text of token ids, exactly: control tokens (BOS, EOS) give no text,
-        /// and Detokenize(Tokenize(s, false, false)) == s. PrepackException
+        /// The text of token ids, exactly: every id gives its bytes and control
+        /// tokens (BOS, EOS) none, except that the first piece after a BOS drops
+        /// the space SentencePiece put before the text, so
+        /// Detokenize(Tokenize(s, true, false)) == s. PrepackException
         /// InvalidArgument for an id outside the vocabulary, FailedPrecondition
         /// once the engine is disposed.
         /// </summary>

@@ -36,6 +36,12 @@ namespace Prepack
             }
         }
 
+        /// <summary>Throws FailedPrecondition once closed.</summary>
+        internal void RequireOpen()
+        {
+            Call(o => 0);
+        }
+
         /// <summary>Applies f to the object if it is still open.</summary>
         internal void IfOpen(Action<T> f)
         {

@@ -9,7 +9,10 @@ namespace Prepack
     /// thread; Cancel and Dispose work from any thread. When the request ends
     /// with a status other than Ok (cancelled, deadline exceeded), the
     /// enumeration throws that status as a PrepackException; Result then still
-    /// tells how it ended.
+    /// tells how it ended. Until the stream is disposed, its end is answered
+    /// again at each Read (null, or that status again). Once disposed, Read and
+    /// enumeration throw FailedPrecondition however the request ended; Result
+    /// still gives what was read.
     /// </summary>
     public sealed class Stream : IEnumerable<Token>, IDisposable
     {
@@ -29,6 +32,9 @@ namespace Prepack
         /// </summary>
         public Token Read()
         {
+            // First, so that a stream used after Dispose is never mistaken for
+            // one that ended: the end was read before the Dispose.
+            handle.RequireOpen();
             if (Result == null)
             {
                 Token t = handle.Call(s => Fetch(s));

@@ -108,8 +108,10 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * The text of token ids, exactly: control tokens (BOS, EOS) give no text,
-     * and {@code detokenize(tokenize(s, false, false))} equals {@code s}.
+     * The text of token ids, exactly: every id gives its bytes and control
+     * tokens (BOS, EOS) none, except that the first piece after a BOS drops the
+     * space SentencePiece put before the text, so
+     * {@code detokenize(tokenize(s, true, false))} equals {@code s}.
      * PrepackException INVALID_ARGUMENT for an id outside the vocabulary,
      * FAILED_PRECONDITION once the engine is closed.
      */

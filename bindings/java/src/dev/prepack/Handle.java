@@ -33,6 +33,11 @@ final class Handle<T> {
         }
     }
 
+    /** Throws FAILED_PRECONDITION once closed. */
+    void requireOpen() {
+        call(object -> null);
+    }
+
     /** Applies f to the object if it is still open. */
     void ifOpen(Consumer<T> f) {
         lock.readLock().lock();

@@ -1,5 +1,7 @@
 package dev.prepack;
 
+import java.nio.charset.StandardCharsets;
+
 /**
  * A call into prepack failed: the status code of the C library and its message.
  * Unchecked, so that it can leave {@link Stream#next()} and friends.
@@ -14,9 +16,9 @@ public class PrepackException extends RuntimeException {
         this.status = status;
     }
 
-    /** Called by the JNI layer (prepack.i) with the C status number. */
-    PrepackException(int status, String message) {
-        this(StatusCode.of(status), message);
+    /** Called by the JNI layer (prepack.i) with the C status number and the UTF-8 message. */
+    PrepackException(int status, byte[] utf8Message) {
+        this(StatusCode.of(status), new String(utf8Message, StandardCharsets.UTF_8));
     }
 
     /** Why the call failed. */

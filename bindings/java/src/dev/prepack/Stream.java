@@ -9,7 +9,11 @@ import java.util.NoSuchElementException;
  *
  * <p>When the request ends with a status other than OK (cancelled, deadline
  * exceeded), {@link #hasNext()} throws that status as a PrepackException;
- * {@link #result()} then still tells how it ended.
+ * {@link #result()} then still tells how it ended. Until the stream is
+ * closed, its end is answered again at each call: {@code hasNext()} false and
+ * {@code next()} NoSuchElementException, or that status again. Once closed,
+ * {@code hasNext()} and {@code next()} throw FAILED_PRECONDITION however the
+ * request ended; {@link #result()} still gives what was read.
  */
 public final class Stream implements Iterator<Token>, AutoCloseable {
     private final Handle<dev.prepack.swig.Stream> handle;
@@ -23,6 +27,9 @@ public final class Stream implements Iterator<Token>, AutoCloseable {
     /** Waits for the next token; false at the end of a request that ended OK. */
     @Override
     public boolean hasNext() {
+        // First, so that a stream used after close is never mistaken for one
+        // that ended: the end and a pending token were read before the close.
+        handle.requireOpen();
         if (pending == null && result == null) {
             fetch();
         }
