@@ -1,5 +1,6 @@
 #include "auth.h"
 
+#include <cctype>
 #include <fstream>
 
 namespace prepackd {
@@ -34,7 +35,7 @@ grpc::Status Authenticator::FromFile(const std::string& path, Authenticator* out
     if (token.empty()) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "--auth-token-file: " + path + " holds no token");
     }
-    out->expected_ = "Bearer " + token;
+    out->expected_ = token;
     return grpc::Status::OK;
 }
 
@@ -45,7 +46,20 @@ grpc::Status Authenticator::Check(const grpc::CallbackServerContext* context) co
     if (it == md.end()) {
         return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing 'authorization: Bearer <token>' metadata");
     }
-    if (!ConstantTimeEquals(std::string_view(it->second.data(), it->second.size()), expected_)) {
+    // RFC 7235: credentials = auth-scheme 1*SP token68, and the scheme is
+    // case-insensitive ("bearer", "BEARER" are "Bearer").
+    const std::string_view value(it->second.data(), it->second.size());
+    constexpr std::string_view kScheme = "bearer";
+    bool scheme_ok = value.size() > kScheme.size() && value[kScheme.size()] == ' ';
+    for (size_t i = 0; scheme_ok && i < kScheme.size(); ++i) {
+        scheme_ok = std::tolower(static_cast<unsigned char>(value[i])) == kScheme[i];
+    }
+    if (!scheme_ok) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the authorization metadata is not 'Bearer <token>'");
+    }
+    std::string_view token = value.substr(kScheme.size());
+    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+    if (!ConstantTimeEquals(token, expected_)) {
         return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong bearer token");
     }
     return grpc::Status::OK;

@@ -1,6 +1,6 @@
-// The optional shared-token check: with --auth-token-file every Prepack call
-// must carry "authorization: Bearer <token>". Health stays open so probes
-// need no secret.
+// The optional shared-token check: with --auth-token-file every Prepack and
+// reflection call must carry "authorization: Bearer <token>" (the scheme in
+// any case, RFC 7235). Health stays open so probes need no secret.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -22,7 +22,7 @@ public:
     grpc::Status Check(const grpc::CallbackServerContext* context) const;
 
 private:
-    std::string expected_;   // "Bearer <token>", empty when auth is off
+    std::string expected_;   // the token, empty when auth is off
 };
 
 }  // namespace prepackd

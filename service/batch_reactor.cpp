@@ -4,6 +4,7 @@
 
 #include "convert.h"
 #include "request_builder.h"
+#include "request_decoder.h"
 #include "request_log.h"
 
 namespace prepackd {
@@ -15,10 +16,29 @@ constexpr int64_t kWaitMs = 5;
 
 }  // namespace
 
-BatchReactor::BatchReactor(EngineHost* host, std::string id, const prepack::v1::GenerateBatchRequest* request,
+BatchReactor::BatchReactor(EngineHost* host, std::string id, const grpc::ByteBuffer& request,
                            std::chrono::system_clock::time_point deadline, size_t capacity)
-    : PumpedWriter(host, capacity), id_(std::move(id)), request_(request), deadline_(deadline) {
+    : PumpedWriter(host, capacity),
+      id_(std::move(id)),
+      bytes_(request),
+      deadline_(deadline),
+      window_(host->admission().batch_window()) {
     StartPump();
+}
+
+bool BatchReactor::TakeSlot() {
+    if (spare_) {
+        spare_ = false;
+        return true;
+    }
+    if (held_ >= window_ || !host()->admission().TryBatch()) return false;
+    ++held_;
+    return true;
+}
+
+void BatchReactor::ReleaseSlot() {
+    host()->admission().ReleaseBatch();
+    --held_;
 }
 
 void BatchReactor::StopWork() {
@@ -33,11 +53,13 @@ void BatchReactor::Answer(uint32_t index, prepack::v1::GenerateResult result, in
     rec.rpc = "GenerateBatch";
     rec.prompt_tokens = prompt_tokens;
     rec.generated_tokens = result.token_ids_size();
+    generated_ += rec.generated_tokens;
     if (result.has_usage()) {
         rec.ttft_ms = rec.generated_tokens > 0 ? result.usage().ttft_ms() : -1.0;
         rec.total_ms = result.usage().total_ms();
     }
     rec.status = grpc::Status(static_cast<grpc::StatusCode>(result.status_code()), result.status_message());
+    if (rec.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) expired_ = true;
     host()->CountFinished(rec.status.error_code());
     LogRequest(rec);
     prepack::v1::GenerateBatchResponse resp;
@@ -46,19 +68,20 @@ void BatchReactor::Answer(uint32_t index, prepack::v1::GenerateResult result, in
     Push(std::move(resp));   // false: the client is gone; the pump winds down
 }
 
-void BatchReactor::Submit(bool* have_slot) {
-    // Take every admission slot free now and submit those requests in one
-    // call, so the engine's policy sees them together (under BatchLLM: one
-    // prefix tree over all of them, shared prefixes computed once).
+void BatchReactor::Submit() {
+    // Take every admission slot the window allows now and submit those
+    // requests in one call, so the engine's policy sees them together
+    // (under BatchLLM: one prefix tree over all of them, shared prefixes
+    // computed once).
     std::vector<uint32_t> indices;
     std::vector<std::unique_ptr<PreparedRequest>> prepared;
-    while (next_ < request_->requests_size() && !gone()) {
-        if (!*have_slot && !host()->TryAdmit()) break;   // full: the rest wait for slots to free up
-        *have_slot = false;
+    while (next_ < request_.requests_size() && !gone()) {
+        if (!TakeSlot()) break;   // window or queue full: the rest wait for earlier ones to finish
         const int i = next_++;
         auto p = std::make_unique<PreparedRequest>();
-        const grpc::Status s = PrepareRequest(request_->requests(i), "requests[" + std::to_string(i) + "].",
-                                              host()->engine(), host()->model(), deadline_, p.get());
+        const grpc::Status s =
+            PrepareRequest(request_.requests(i), "requests[" + std::to_string(i) + "].", host()->engine(),
+                           host()->model(), host()->max_prompt_bytes(), deadline_, p.get());
         if (!s.ok()) {
             AnswerError(static_cast<uint32_t>(i), s, static_cast<int32_t>(p->prompt_ids.size()));
             continue;
@@ -92,7 +115,7 @@ void BatchReactor::Submit(bool* have_slot) {
 }
 
 void BatchReactor::AnswerError(uint32_t index, const grpc::Status& status, int32_t prompt_tokens) {
-    host()->Release();
+    ReleaseSlot();
     prepack::v1::GenerateResult result;
     result.set_finish_reason(prepack::v1::FINISH_REASON_ERROR);
     result.set_status_code(status.error_code());
@@ -116,8 +139,8 @@ bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {
     if (ev.kind == PREPACK_EVENT_TOKEN) {
         r.add_token_ids(ev.token);
         r.mutable_text()->append(ev.text, ev.text_len);
-        if (request_->requests(static_cast<int>(run->index)).logprobs() ||
-            request_->requests(static_cast<int>(run->index)).top_logprobs() > 0) {
+        if (request_.requests(static_cast<int>(run->index)).logprobs() ||
+            request_.requests(static_cast<int>(run->index)).top_logprobs() > 0) {
             AddLogprob(ev, r.add_logprobs());
         }
         return false;
@@ -157,19 +180,34 @@ void BatchReactor::Complete(size_t k) {
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(k));
     }
     prepack_stream_destroy(done.stream);
-    host()->Release();
+    ReleaseSlot();
     // The text was assembled from whole-character pieces; check anyway.
     done.result.set_text(ToValidUtf8(done.result.text()));
     const int32_t prompt_tokens = done.result.usage().prompt_tokens();
     Answer(done.index, std::move(done.result), prompt_tokens);
 }
 
+grpc::Status BatchReactor::Decode() {
+    grpc::Status s = DecodeRequest(bytes_, &request_);
+    bytes_.Clear();
+    if (s.ok() && request_.requests_size() == 0) {
+        s = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "requests: must not be empty");
+    }
+    return s;
+}
+
 void BatchReactor::Pump() {
-    bool have_slot = true;   // taken by the handler for the first request
+    grpc::Status refused = Decode();
+    if (!refused.ok()) {
+        // Refused as a whole: counted like any refusal (members never ran).
+        host()->CountFinished(refused.error_code());
+        End(refused);
+        return;
+    }
     while (true) {
-        Submit(&have_slot);
+        Submit();
         if (running_.empty()) {
-            if (next_ >= request_->requests_size() || gone()) break;
+            if (next_ >= request_.requests_size() || gone()) break;
             // Every slot is taken by other calls: they end by themselves.
             std::this_thread::sleep_for(std::chrono::milliseconds(kWaitMs));
             continue;
@@ -186,9 +224,33 @@ void BatchReactor::Pump() {
         // Nothing new anywhere: sleep on the oldest stream instead of spinning.
         if (!got_event && !running_.empty() && Drain(&running_.front(), kWaitMs, &got_event)) Complete(0);
     }
-    if (have_slot) host()->Release();
-    Close(server_cancelled() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server shut down")
-                             : grpc::Status::OK);
+    grpc::Status final = grpc::Status::OK;
+    if (server_cancelled()) {
+        final = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server shut down");
+    } else if (expired_ || std::chrono::system_clock::now() >= deadline_) {
+        // Every result already says which requests the deadline cut short.
+        final = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                             "deadline exceeded before every request of the batch finished");
+    } else if (gone()) {
+        // The client left (cancelled, or its own deadline timer fired a
+        // moment before ours): never OK, though it no longer hears it.
+        final = grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the batch");
+    }
+    End(final);
+}
+
+void BatchReactor::End(const grpc::Status& final) {
+    if (spare_) ReleaseSlot();
+    // The call's own line (members have theirs, "ID.INDEX"): what the
+    // client was told about the batch as a whole.
+    RequestRecord rec;
+    rec.id = id_;
+    rec.rpc = "GenerateBatch";
+    rec.generated_tokens = generated_;
+    rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    rec.status = final;
+    LogRequest(rec);
+    Close(final);
 }
 
 }  // namespace prepackd

@@ -1,10 +1,13 @@
-// BatchReactor: one GenerateBatch call. Its pump submits the requests with
-// prepack_generate_batch_start, as many at once as admission slots allow (so
-// the engine's BatchLLM policy groups them by shared prefix), reads every
-// running stream, and pushes each
-// result as soon as its request finishes, tagged with the request's index.
-// A request that fails (bad field, deadline) gets its status in its own
-// result; the others go on.
+// BatchReactor: one GenerateBatch call. Its pump submits the requests in
+// index order with prepack_generate_batch_start, as many at once as the
+// call's window of admission slots allows (admission.h: so interactive
+// calls keep room; the engine's BatchLLM policy groups what is submitted
+// together by shared prefix), submits more as earlier ones finish, reads
+// every running stream, and pushes each result as soon as its request
+// finishes, tagged with the request's index. A request that fails (bad
+// field, deadline) gets its status in its own result; the others go on.
+// The call itself ends OK, or DEADLINE_EXCEEDED once its deadline cut any
+// request short (a client must not read an expired batch as a success).
 #pragma once
 
 #include <chrono>
@@ -21,10 +24,10 @@ namespace prepackd {
 
 class BatchReactor final : public PumpedWriter<prepack::v1::GenerateBatchResponse> {
 public:
-    // `request` is gRPC's and stays valid until this call finishes, which
-    // happens only after the pump is done with it. The caller has taken one
-    // admission slot of `host` for the first request.
-    BatchReactor(EngineHost* host, std::string id, const prepack::v1::GenerateBatchRequest* request,
+    // The caller has taken one batch admission slot of `host` for the
+    // first request. `request` is the call's undecoded request (shared, not
+    // copied): the pump decodes it, since that grows with the batch.
+    BatchReactor(EngineHost* host, std::string id, const grpc::ByteBuffer& request,
                  std::chrono::system_clock::time_point deadline, size_t capacity);
 
 private:
@@ -36,9 +39,16 @@ private:
 
     void Pump() override;
     void StopWork() override;
-    // Submits requests while slots are free; `have_slot` is a slot taken
-    // already. Requests that cannot start are answered at once.
-    void Submit(bool* have_slot);
+    // Decodes the request: INVALID_ARGUMENT when it is not protobuf or empty.
+    grpc::Status Decode();
+    // Frees the spare slot, logs the call's own line and ends the call.
+    void End(const grpc::Status& final);
+    // Submits requests while the window has room and slots are free.
+    // Requests that cannot start are answered at once.
+    void Submit();
+    // A slot for the next request: the spare one, or a new one within the window.
+    bool TakeSlot();
+    void ReleaseSlot();
     // Reads one event of `run` (waiting up to timeout_ms). True when it
     // ended the request, whose result is then pushed.
     bool ReadOne(Running* run, int64_t timeout_ms, bool* got_event);
@@ -49,12 +59,20 @@ private:
     void Complete(size_t k);
     void Answer(uint32_t index, prepack::v1::GenerateResult result, int32_t prompt_tokens);
     // Frees the request's admission slot and answers it with `status`.
+    // `prompt_tokens` is what the log reports.
     void AnswerError(uint32_t index, const grpc::Status& status, int32_t prompt_tokens);
 
-    const std::string                           id_;
-    const prepack::v1::GenerateBatchRequest*    request_;
-    const std::chrono::system_clock::time_point deadline_;
+    const std::string                                        id_;
+    grpc::ByteBuffer                                         bytes_;        // pump only: the request until decoded
+    prepack::v1::GenerateBatchRequest                        request_;      // pump only
+    const std::chrono::system_clock::time_point              deadline_;
+    const int32_t                                            window_;       // slots this call may hold
     int                                         next_ = 0;       // pump only: next request to submit
+    int32_t                                     held_ = 1;       // pump only: slots held (the handler's first)
+    bool                                        spare_ = true;   // pump only: a held slot no request uses yet
+    bool                                        expired_ = false;   // pump only: a request hit the deadline
+    int32_t                                     generated_ = 0;     // pump only: tokens of every result
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::mutex                                  streams_mu_;     // StopWork() vs the pump
     std::vector<Running>                        running_;        // guarded by streams_mu_ (pump reads freely)
     bool                                        stopped_ = false;   // guarded by streams_mu_

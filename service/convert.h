@@ -1,4 +1,5 @@
-// Conversions from libprepack's event structs to prepack.v1 messages.
+// Conversions from libprepack's event structs to prepack.v1 messages, and
+// the UTF-8 rule protobuf strings follow.
 #pragma once
 
 #include <string>
@@ -17,5 +18,8 @@ void AddLogprob(const prepack_event& event, prepack::v1::TokenLogprob* out);
 // Protobuf strings must be UTF-8: bytes that are not (a lone byte-fallback
 // token, say) become U+FFFD. Valid text comes back unchanged.
 std::string ToValidUtf8(std::string_view bytes);
+// The length of the longest valid UTF-8 prefix of `bytes` (its whole size
+// when it is valid): where a proto3 string field stops being decodable.
+size_t ValidUtf8Prefix(std::string_view bytes);
 
 }  // namespace prepackd

@@ -1,8 +1,24 @@
 #include "engine_host.h"
 
+#include "prompt_limit.h"
+
 namespace prepackd {
 
-EngineHost::EngineHost(int32_t max_queue) : max_queue_(max_queue) { prepack_model_desc_init(&model_); }
+namespace {
+
+AdmissionLimits Limits(const ServerOptions& o) {
+    AdmissionLimits l;
+    l.max_queue = o.max_queue;
+    l.batch_share = o.batch_share;
+    l.interactive_reserve = o.interactive_reserve;
+    return l;
+}
+
+}  // namespace
+
+EngineHost::EngineHost(const ServerOptions& options) : admission_(Limits(options)) {
+    prepack_model_desc_init(&model_);
+}
 
 EngineHost::~EngineHost() { prepack_engine_destroy(engine_); }
 
@@ -32,6 +48,7 @@ grpc::Status EngineHost::Load(const ServerOptions& o) {
     }
     engine_ = engine;
     model_ = desc;
+    max_prompt_bytes_ = o.max_prompt_bytes > 0 ? o.max_prompt_bytes : DerivedPromptByteLimit(engine, desc);
     loaded_.store(true);
     // A drain that began while loading wins: the server never turns SERVING.
     Phase expected = Phase::kLoading;
@@ -53,23 +70,6 @@ grpc::Status EngineHost::CheckServing() const {
 grpc::Status EngineHost::CheckLoaded() const {
     if (loaded_.load()) return grpc::Status::OK;
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the model is still loading");
-}
-
-bool EngineHost::TryAdmit() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (in_flight_ >= static_cast<uint64_t>(max_queue_)) return false;
-    ++in_flight_;
-    return true;
-}
-
-void EngineHost::Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (in_flight_ > 0) --in_flight_;
-}
-
-uint64_t EngineHost::in_flight() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return in_flight_;
 }
 
 void EngineHost::CallStarted() {

@@ -1,8 +1,9 @@
 // EngineHost: the one prepack_engine every handler shares, and the service's
 // bookkeeping around it: the serving phase (loading, serving, draining), the
-// bounded admission of requests (--max-queue), the calls still running (so
-// shutdown can wait for them and the engine outlives them) and per-status
-// counters. Thread-safe.
+// bounded admission of requests (admission.h), the longest prompt worth
+// tokenizing (prompt_limit.h), the calls still running (so shutdown can wait
+// for them and the engine outlives them) and per-status counters.
+// Thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -16,6 +17,7 @@
 #include <set>
 #include <string>
 
+#include "admission.h"
 #include "prepack/prepack.h"
 #include "server_options.h"
 
@@ -34,7 +36,7 @@ protected:
 
 class EngineHost {
 public:
-    explicit EngineHost(int32_t max_queue);
+    explicit EngineHost(const ServerOptions& options);
     // Destroys the engine. Call after WaitCallsEnded() has returned true.
     ~EngineHost();
     EngineHost(const EngineHost&) = delete;
@@ -57,12 +59,13 @@ public:
     prepack_engine* engine() const { return engine_; }
     const prepack_model_desc& model() const { return model_; }
 
-    // Admission: a slot per request running or waiting in the engine.
-    // TryAdmit() is false when --max-queue slots are taken.
-    bool TryAdmit();
-    void Release();
-    uint64_t in_flight() const;
-    int32_t max_queue() const { return max_queue_; }
+    // A slot per request running or waiting in the engine.
+    Admission& admission() { return admission_; }
+    uint64_t in_flight() const { return admission_.in_flight(); }
+    int32_t max_queue() const { return admission_.max_queue(); }
+    // Text prompts longer than this are refused before tokenizing
+    // (--max-prompt-bytes, or derived from the model). Valid once loaded.
+    uint64_t max_prompt_bytes() const { return max_prompt_bytes_; }
 
     // Calls that run a pump thread: counted from reactor creation to the
     // pump's last instruction, so nothing touches the engine after
@@ -82,7 +85,8 @@ public:
     double UptimeSeconds() const;
 
 private:
-    const int32_t                         max_queue_;
+    Admission                             admission_;
+    uint64_t                              max_prompt_bytes_ = 0;   // set once, before loaded_
     const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::atomic<Phase>                    phase_{Phase::kLoading};
     prepack_engine*                       engine_ = nullptr;   // set once, before loaded_
@@ -92,7 +96,6 @@ private:
 
     mutable std::mutex                    mu_;
     std::condition_variable               calls_cv_;
-    uint64_t                              in_flight_ = 0;      // guarded by mu_
     uint64_t                              calls_ = 0;          // guarded by mu_
     std::set<Cancellable*>                registered_;         // guarded by mu_
     std::map<std::string, uint64_t>       finished_;           // guarded by mu_

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "prepackd: %s loaded in %.2f s; serving\n", options.model.c_str(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::fprintf(stderr, "prepackd: %s\n", server.Limits().c_str());
 
     waiter.join();   // until SIGTERM or SIGINT
     const bool clean = server.Stop();

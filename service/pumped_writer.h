@@ -4,7 +4,8 @@
 // reactor writes them one at a time. When the queue is full the pump waits
 // (backpressure), so a slow reader holds its own stream back and nobody
 // else's. The reactor frees itself once both gRPC (OnDone) and the pump are
-// done with it.
+// done with it. The methods are registered raw (request_decoder.h), so the
+// reactor writes bytes: Push() serializes on the pump thread.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "engine_host.h"
+#include "request_decoder.h"
 
 namespace prepackd {
 
@@ -32,7 +34,7 @@ inline bool AtDeadline(std::chrono::system_clock::time_point deadline) {
 }
 
 template <typename Msg>
-class PumpedWriter : public grpc::ServerWriteReactor<Msg>, public Cancellable {
+class PumpedWriter : public grpc::ServerWriteReactor<grpc::ByteBuffer>, public Cancellable {
 public:
     PumpedWriter(EngineHost* host, size_t capacity) : host_(host), capacity_(capacity) {}
 
@@ -66,12 +68,13 @@ protected:
 
     // Pump thread: queues `msg`, waiting while `capacity` messages are
     // queued. False (message dropped) once the call is gone.
-    bool Push(Msg msg) {
+    bool Push(const Msg& msg) {
+        grpc::ByteBuffer bytes = Encode(msg);
         {
             std::unique_lock<std::mutex> lock(mu_);
             space_cv_.wait(lock, [&] { return gone_ || queue_.size() < capacity_; });
             if (gone_) return false;
-            queue_.push_back(std::move(msg));
+            queue_.push_back(std::move(bytes));
         }
         Progress();
         return true;
@@ -155,8 +158,8 @@ private:
     const size_t            capacity_;
     mutable std::mutex      mu_;
     std::condition_variable space_cv_;
-    std::deque<Msg>         queue_;                   // guarded by mu_
-    Msg                     writing_;                 // the message of the write in flight
+    std::deque<grpc::ByteBuffer> queue_;              // guarded by mu_
+    grpc::ByteBuffer        writing_;                 // the message of the write in flight
     bool                    write_in_flight_ = false; // guarded by mu_
     bool                    gone_ = false;            // guarded by mu_
     bool                    closing_ = false;         // guarded by mu_
@@ -167,8 +170,7 @@ private:
 };
 
 // A stream refused before it started: finishes at once with `status`.
-template <typename Msg>
-class RejectedWriter final : public grpc::ServerWriteReactor<Msg> {
+class RejectedWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 public:
     explicit RejectedWriter(const grpc::Status& status) { this->Finish(status); }
     void OnDone() override { delete this; }

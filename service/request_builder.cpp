@@ -50,18 +50,13 @@ grpc::Status CheckSampling(const prepack::v1::SamplingParams& s, const std::stri
     return grpc::Status::OK;
 }
 
-// The prompt's ids: token_ids as given, or the text tokenized here.
-grpc::Status PromptIds(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_engine* engine,
-                       const prepack_model_desc& model, std::vector<int32_t>* ids) {
+// The prompt, checked without tokenizing: one is set, text is short enough
+// to be worth tokenizing, token ids are in the vocabulary.
+grpc::Status CheckPrompt(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_model_desc& model,
+                         uint64_t max_prompt_bytes) {
     switch (in.prompt_case()) {
-        case prepack::v1::GenerateRequest::kText: {
-            // Empty text is BOS alone (llama.cpp's behaviour), when BOS is added.
-            grpc::Status s =
-                TokenizeText(engine, in.text(), !in.has_add_bos() || in.add_bos(), in.parse_special(), ids);
-            if (!s.ok()) return grpc::Status(s.error_code(), p + "text: " + s.error_message());
-            if (ids->empty()) return Invalid(p, "text", "is empty and no BOS token is added");
-            return grpc::Status::OK;
-        }
+        case prepack::v1::GenerateRequest::kText:
+            return CheckPromptBytes(in.text().size(), p + "text", max_prompt_bytes);
         case prepack::v1::GenerateRequest::kTokenIds: {
             if (in.has_add_bos() && in.add_bos()) {
                 return Invalid(p, "add_bos", "applies to text prompts only (token_ids are taken as given)");
@@ -75,7 +70,6 @@ grpc::Status PromptIds(const prepack::v1::GenerateRequest& in, const std::string
                                        std::to_string(model.vocab_size) + ")");
                 }
             }
-            ids->assign(t.begin(), t.end());
             return grpc::Status::OK;
         }
         case prepack::v1::GenerateRequest::PROMPT_NOT_SET: break;
@@ -83,7 +77,41 @@ grpc::Status PromptIds(const prepack::v1::GenerateRequest& in, const std::string
     return Invalid(p, "prompt", "set text or token_ids");
 }
 
+// The prompt's ids (after CheckPrompt): token_ids as given, or the text
+// tokenized here.
+grpc::Status PromptIds(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_engine* engine,
+                       std::vector<int32_t>* ids) {
+    if (in.prompt_case() == prepack::v1::GenerateRequest::kTokenIds) {
+        ids->assign(in.token_ids().ids().begin(), in.token_ids().ids().end());
+        return grpc::Status::OK;
+    }
+    // Empty text is BOS alone (llama.cpp's behaviour), when BOS is added.
+    grpc::Status s = TokenizeText(engine, in.text(), !in.has_add_bos() || in.add_bos(), in.parse_special(), ids);
+    if (!s.ok()) return grpc::Status(s.error_code(), p + "text: " + s.error_message());
+    if (ids->empty()) return Invalid(p, "text", "is empty and no BOS token is added");
+    return grpc::Status::OK;
+}
+
 }  // namespace
+
+grpc::Status CheckPromptBytes(uint64_t bytes, const std::string& field, uint64_t max_prompt_bytes) {
+    if (bytes <= max_prompt_bytes) return grpc::Status::OK;
+    return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
+                        field + ": " + std::to_string(bytes) + " bytes, more than any prompt that fits the " +
+                            "context (at most " + std::to_string(max_prompt_bytes) + " bytes, --max-prompt-bytes)");
+}
+
+grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_model_desc& model,
+                          uint64_t max_prompt_bytes) {
+    if (grpc::Status s = CheckSampling(in.sampling(), p); !s.ok()) return s;
+    if (in.top_logprobs() < 0 || in.top_logprobs() > kMaxTopLogprobs) {
+        return Invalid(p, "top_logprobs", "must be in [0, 20], got " + std::to_string(in.top_logprobs()));
+    }
+    if (in.lazy().has_keep_ratio() && !(in.lazy().keep_ratio() > 0.0f && in.lazy().keep_ratio() <= 1.0f)) {
+        return Invalid(p, "lazy.keep_ratio", "must be in (0, 1], got " + Num(in.lazy().keep_ratio()));
+    }
+    return CheckPrompt(in, p, model, max_prompt_bytes);
+}
 
 grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos, bool parse_special,
                           std::vector<int32_t>* ids) {
@@ -104,16 +132,10 @@ grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text,
 }
 
 grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_engine* engine,
-                            const prepack_model_desc& model, std::chrono::system_clock::time_point deadline,
-                            PreparedRequest* out) {
-    if (grpc::Status s = CheckSampling(in.sampling(), p); !s.ok()) return s;
-    if (in.top_logprobs() < 0 || in.top_logprobs() > kMaxTopLogprobs) {
-        return Invalid(p, "top_logprobs", "must be in [0, 20], got " + std::to_string(in.top_logprobs()));
-    }
-    if (in.lazy().has_keep_ratio() && !(in.lazy().keep_ratio() > 0.0f && in.lazy().keep_ratio() <= 1.0f)) {
-        return Invalid(p, "lazy.keep_ratio", "must be in (0, 1], got " + Num(in.lazy().keep_ratio()));
-    }
-    if (grpc::Status s = PromptIds(in, p, engine, model, &out->prompt_ids); !s.ok()) return s;
+                            const prepack_model_desc& model, uint64_t max_prompt_bytes,
+                            std::chrono::system_clock::time_point deadline, PreparedRequest* out) {
+    if (grpc::Status s = CheckRequest(in, p, model, max_prompt_bytes); !s.ok()) return s;
+    if (grpc::Status s = PromptIds(in, p, engine, &out->prompt_ids); !s.ok()) return s;
 
     prepack_request& r = out->request;
     const auto& s = in.sampling();

@@ -1,10 +1,10 @@
 #include "server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include "reflection_service.h"
 
 namespace prepackd {
 namespace {
@@ -40,7 +40,7 @@ std::string WithPort(const std::string& listen, int port) {
 }  // namespace
 
 Server::Server(ServerOptions options)
-    : options_(std::move(options)), host_(std::make_unique<EngineHost>(options_.max_queue)) {}
+    : options_(std::move(options)), host_(std::make_unique<EngineHost>(options_)) {}
 
 Server::~Server() = default;
 
@@ -55,10 +55,10 @@ grpc::Status Server::Start(std::string* address) {
         std::fprintf(stderr, "prepackd: warning: listening on %s, beyond loopback, without TLS\n",
                      options_.listen.c_str());
     }
+    reflection_ = MakeReflectionServices(auth, {prepack::v1::Prepack::service_full_name(),
+                                                grpc::health::v1::Health::service_full_name()});
     service_ = std::make_unique<PrepackService>(host_.get(), std::move(auth),
                                                 static_cast<size_t>(options_.stream_buffer));
-    // Registers a builder plugin: must come before the builder exists.
-    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(options_.listen, creds, &port);
@@ -68,6 +68,7 @@ grpc::Status Server::Start(std::string* address) {
     builder.SetMaxSendMessageSize(options_.max_message_bytes);
     builder.RegisterService(service_.get());
     builder.RegisterService(&health_);
+    for (const auto& r : reflection_) builder.RegisterService(r.get());
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port == 0) {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "cannot listen on " + options_.listen);
@@ -80,6 +81,13 @@ grpc::Status Server::LoadModel() {
     grpc::Status s = host_->Load(options_);
     if (s.ok() && host_->phase() == Phase::kServing) health_.SetServing(true);
     return s;
+}
+
+std::string Server::Limits() const {
+    const Admission& a = host_->admission();
+    return "prompts up to " + std::to_string(host_->max_prompt_bytes()) + " bytes (--max-prompt-bytes); " +
+           std::to_string(a.max_queue()) + " request slots, batches hold at most " + std::to_string(a.batch_limit()) +
+           " of them, one batch call " + std::to_string(a.batch_window());
 }
 
 void Server::BeginDrain() {

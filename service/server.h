@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine_host.h"
 #include "health_service.h"
@@ -27,6 +28,8 @@ public:
     grpc::Status LoadModel();
     // True once LoadModel() has succeeded.
     bool loaded() const { return host_ != nullptr && host_->CheckLoaded().ok(); }
+    // The limits in force, for the startup log (valid once loaded).
+    std::string Limits() const;
     void BeginDrain();
     // Returns false when calls were still running after everything was
     // cancelled: the engine is then left alone (not freed).
@@ -37,6 +40,7 @@ private:
     std::unique_ptr<EngineHost>     host_;
     HealthService                   health_;
     std::unique_ptr<PrepackService> service_;
+    std::vector<std::unique_ptr<grpc::Service>> reflection_;
     std::unique_ptr<grpc::Server>   server_;
 };
 

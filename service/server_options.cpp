@@ -20,6 +20,17 @@ int ParseServerOptions(int argc, char** argv, ServerOptions* o) {
     app.add_option("--max-queue", o->max_queue,
                    "requests in flight (running or waiting) before RESOURCE_EXHAUSTED")
         ->check(CLI::PositiveNumber)->capture_default_str();
+    app.add_option("--batch-share", o->batch_share,
+                   "fraction of --max-queue one GenerateBatch call holds at once; its other requests "
+                   "are submitted as earlier ones finish")
+        ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+    app.add_option("--interactive-reserve", o->interactive_reserve,
+                   "fraction of --max-queue that GenerateBatch requests never take, kept for Generate")
+        ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+    app.add_option("--max-prompt-bytes", o->max_prompt_bytes,
+                   "longest text prompt (bytes) tokenized; longer ones get OUT_OF_RANGE at once "
+                   "(0 = context length x the longest token's bytes)")
+        ->capture_default_str();
     app.add_option("--policy", o->policy, "scheduling policy")
         ->check(CLI::IsMember({"fcfs", "lru", "batchllm"}))->capture_default_str();
     app.add_option("--dtype", o->dtype, "weight matrices and KV cache: f32, or bf16 (half the memory, faster decode)")

@@ -15,6 +15,9 @@ struct ServerOptions {
     int32_t     max_batch_tokens = 1024;                // tokens per forward step
     int32_t     max_running = 64;                       // sequences decoding at once
     int32_t     max_queue = 256;                        // requests in flight before RESOURCE_EXHAUSTED
+    double      batch_share = 0.5;                      // one GenerateBatch call's window: this fraction of max_queue
+    double      interactive_reserve = 0.25;             // fraction of max_queue batch members never take
+    uint64_t    max_prompt_bytes = 0;                   // longest text prompt tokenized (0 = from the model)
     std::string policy = "fcfs";                        // fcfs | lru | batchllm
     std::string dtype = "f32";                          // f32 | bf16
     std::string device = "cpu";                         // cpu | cuda

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <grpcpp/generic/generic_stub.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 
 namespace prepackd_test {
@@ -85,6 +91,77 @@ std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra) {
         EXPECT_TRUE(WaitUntilServing(p->Channel()));
     }
     return p;
+}
+
+grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                     const std::string& request, std::vector<std::string>* responses, const std::string& token,
+                     std::chrono::milliseconds timeout) {
+    grpc::GenericStub stub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(timeout));
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    grpc::CompletionQueue cq;
+    // Each step waits for its own completion: one operation at a time.
+    auto wait = [&cq] {
+        void* tag = nullptr;
+        bool ok = false;
+        return cq.Next(&tag, &ok) && ok;
+    };
+    auto call = stub.PrepareCall(&ctx, method, &cq);
+    call->StartCall(reinterpret_cast<void*>(1));
+    grpc::Status status;
+    if (wait()) {
+        grpc::Slice slice(request);
+        grpc::ByteBuffer bytes(&slice, 1);
+        call->Write(bytes, reinterpret_cast<void*>(2));
+        if (wait()) {
+            call->WritesDone(reinterpret_cast<void*>(3));
+            wait();
+        }
+        while (true) {
+            grpc::ByteBuffer in;
+            call->Read(&in, reinterpret_cast<void*>(4));
+            if (!wait()) break;
+            std::vector<grpc::Slice> slices;
+            std::string flat;
+            if (in.Dump(&slices).ok()) {
+                for (const auto& s : slices) flat.append(reinterpret_cast<const char*>(s.begin()), s.size());
+            }
+            if (responses != nullptr) responses->push_back(std::move(flat));
+        }
+    }
+    call->Finish(&status, reinterpret_cast<void*>(5));
+    wait();
+    cq.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq.Next(&tag, &ok)) {
+    }
+    return status;
+}
+
+TempPath::TempPath(const std::string& stem)
+    : path_("/tmp/prepackd_" + stem + "_" + std::to_string(getpid()) + "_" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())) {}
+
+TempPath::~TempPath() { std::remove(path_.c_str()); }
+
+std::vector<std::string> GrepLines(const std::string& path, const std::vector<std::string>& parts) {
+    std::ifstream in(path);
+    std::vector<std::string> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        bool all = true;
+        for (const std::string& p : parts) all = all && line.find(p) != std::string::npos;
+        if (all) out.push_back(line);
+    }
+    return out;
+}
+
+double FieldOf(const std::string& line, const std::string& key) {
+    const size_t at = line.find(" " + key + "=");
+    if (at == std::string::npos) return -1.0;
+    return std::strtod(line.c_str() + at + key.size() + 2, nullptr);
 }
 
 std::chrono::system_clock::time_point In(std::chrono::milliseconds d) { return std::chrono::system_clock::now() + d; }

@@ -65,6 +65,32 @@ bool WaitUntilServing(const std::shared_ptr<grpc::Channel>& channel);
 // when returned; null (with a test failure) when it did not start.
 std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra = {});
 
+// One call of `method` ("/prepack.v1.Prepack/Generate") whose request is
+// `request` exactly as given: a GenericStub serializes nothing, so the bytes
+// may be anything (invalid UTF-8 in a string field, garbage). Fills
+// *responses (raw) when given. Works for unary and streaming methods alike.
+grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                     const std::string& request, std::vector<std::string>* responses = nullptr,
+                     const std::string& token = "", std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// A file name under /tmp, unique to this process and `stem`; the file is
+// removed when this goes.
+class TempPath {
+public:
+    explicit TempPath(const std::string& stem);
+    ~TempPath();
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+// The lines of the file at `path` that contain every one of `parts`.
+std::vector<std::string> GrepLines(const std::string& path, const std::vector<std::string>& parts);
+
+// The number after "KEY=" in `line` (e.g. total_ms), or -1.
+double FieldOf(const std::string& line, const std::string& key);
+
 // A deadline `d` from now.
 std::chrono::system_clock::time_point In(std::chrono::milliseconds d);
 

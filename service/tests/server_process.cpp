@@ -16,7 +16,7 @@ namespace prepackd_test {
 std::string PrepackdPath() { return PREPACKD_PATH; }
 
 std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::string>& args, std::string* error,
-                                                    std::chrono::seconds timeout) {
+                                                    std::chrono::seconds timeout, const std::string& stderr_path) {
     std::vector<std::string> argv_s = {PrepackdPath()};
     bool has_listen = false;
     for (const std::string& a : args) has_listen |= a == "--listen";
@@ -26,8 +26,17 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
     for (std::string& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
 
+    int err_fd = -1;
+    if (!stderr_path.empty()) {
+        err_fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (err_fd < 0) {
+            *error = "open " + stderr_path + ": " + std::strerror(errno);
+            return nullptr;
+        }
+    }
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
+        if (err_fd >= 0) close(err_fd);
         *error = std::string("pipe: ") + std::strerror(errno);
         return nullptr;
     }
@@ -41,10 +50,12 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent) _exit(127);
         dup2(fds[1], STDOUT_FILENO);   // dup2 clears O_CLOEXEC on the copy
+        if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
         execv(argv[0], argv.data());
         _exit(127);
     }
     close(fds[1]);
+    if (err_fd >= 0) close(err_fd);
     p->stdout_fd_ = fds[0];
     if (p->pid_ < 0) {
         p->pid_ = -1;

@@ -1,7 +1,8 @@
 // ServerProcess: a prepackd child process for integration tests. Start()
 // spawns it on 127.0.0.1:0 and reads the port from its stdout line
 // "prepackd listening on HOST:PORT"; its stderr (the request log) goes to
-// the test's stderr. The destructor stops it (SIGTERM, then SIGKILL).
+// the test's stderr, or to a file the test reads. The destructor stops it
+// (SIGTERM, then SIGKILL).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -19,9 +20,11 @@ class ServerProcess {
 public:
     // `args` follow the binary (add --model etc.; --listen 127.0.0.1:0 is
     // added unless given). Null with *error set if it did not print its
-    // port within `timeout`.
+    // port within `timeout`. With `stderr_path` the server's stderr goes to
+    // that file (created or truncated).
     static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& args, std::string* error,
-                                                std::chrono::seconds timeout = std::chrono::seconds(60));
+                                                std::chrono::seconds timeout = std::chrono::seconds(60),
+                                                const std::string& stderr_path = "");
     ~ServerProcess();
 
     const std::string& address() const { return address_; }
