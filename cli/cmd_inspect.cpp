@@ -39,6 +39,7 @@ absl::StatusOr<nlohmann::json> Describe(const std::string& spec) {
         nlohmann::json j = ConfigJson(c);
         j["source"] = spec;
         j["weights"] = "synthetic f32 (deterministic pseudo-random)";
+        j["cpu_kernels"] = cpu::KernelChoiceSummary();
         return j;
     }
     PP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(spec));

@@ -6,30 +6,48 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace prepack::cpu {
 namespace {
 
 constexpr const char* kNames[] = {"baseline", "avx2", "avx512", "avx512-bf16"};
 
-// libgcc's CPUID reading also checks, through XGETBV, that the OS saves
-// the AVX / AVX-512 registers: a feature it reports can be used.
-CpuLevel Detect() {
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi") &&
-                    __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("movbe");
+bool Bit(unsigned reg, int bit) { return (reg >> bit) & 1u; }
+
+// CPUID read directly (GCC's and Clang's __builtin_cpu_supports know
+// different feature names), and XGETBV: the OS must save the YMM (and for
+// AVX-512 the ZMM and mask) registers, or the instructions fault.
+CpuLevel Detect() {
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return CpuLevel::kBaseline;
+    const bool fma = Bit(ecx, 12), movbe = Bit(ecx, 22), osxsave = Bit(ecx, 27), avx = Bit(ecx, 28),
+               f16c = Bit(ecx, 29);
+    if (!(osxsave && avx)) return CpuLevel::kBaseline;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0x6u) != 0x6u) return CpuLevel::kBaseline;   // XMM and YMM state
+    unsigned b7 = 0, c7 = 0, a7 = 0, d7 = 0;
+    if (!__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7)) return CpuLevel::kBaseline;
+    bool lzcnt = false;
+    if (__get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx)) lzcnt = Bit(ecx, 5);
+    const bool v3 = fma && movbe && f16c && lzcnt && Bit(b7, 3) /* BMI1 */ && Bit(b7, 5) /* AVX2 */ &&
+                    Bit(b7, 8) /* BMI2 */;
     if (!v3) return CpuLevel::kBaseline;
-    const bool v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                    __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-                    __builtin_cpu_supports("avx512vl");
+    const bool v4 = Bit(b7, 16) /* F */ && Bit(b7, 17) /* DQ */ && Bit(b7, 28) /* CD */ && Bit(b7, 30) /* BW */ &&
+                    Bit(b7, 31) /* VL */ && (xcr0_lo & 0xE0u) == 0xE0u;   // opmask, ZMM0-15 high, ZMM16-31
     if (!v4) return CpuLevel::kAvx2;
-    if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni")) return CpuLevel::kAvx512Bf16;
-    return CpuLevel::kAvx512;
-#else
-    return CpuLevel::kBaseline;
-#endif
+    unsigned a71 = 0, b71 = 0, c71 = 0, d71 = 0;
+    const bool bf16 = a7 >= 1 && __get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) && Bit(a71, 5);
+    const bool vnni = Bit(c7, 11);
+    return bf16 && vnni ? CpuLevel::kAvx512Bf16 : CpuLevel::kAvx512;
 }
+#else
+CpuLevel Detect() { return CpuLevel::kBaseline; }
+#endif
 
 dnnl_cpu_isa_t OneDnnCap(CpuLevel level) {
     switch (level) {
