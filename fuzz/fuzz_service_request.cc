@@ -16,6 +16,7 @@
 
 #include "fuzz/fuzz_input.h"
 #include "prepack/v1/prepack.pb.h"
+#include "prompt_limit.h"
 #include "request_builder.h"
 
 namespace {
@@ -33,6 +34,12 @@ const prepack_model_desc& Model() {
         return d;
     }();
     return desc;
+}
+
+// The byte limit prepackd derives from the model (service/prompt_limit.h).
+uint64_t MaxPromptBytes() {
+    static const uint64_t limit = prepackd::DerivedPromptByteLimit(prepack_fuzz::SharedEngine(), Model());
+    return limit;
 }
 
 }  // namespace
@@ -53,16 +60,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     {
         prepackd::PreparedRequest late;
         const auto past = std::chrono::system_clock::now() - std::chrono::milliseconds(1);
-        if (prepackd::PrepareRequest(in, "", engine, model, past, &late).ok()) Fail("an expired deadline was accepted");
+        if (prepackd::PrepareRequest(in, "", engine, model, MaxPromptBytes(), past, &late).ok()) Fail("an expired deadline was accepted");
     }
 
     prepackd::PreparedRequest out;
     const grpc::Status s =
-        prepackd::PrepareRequest(in, "", engine, model, std::chrono::system_clock::time_point::max(), &out);
+        prepackd::PrepareRequest(in, "", engine, model, MaxPromptBytes(), std::chrono::system_clock::time_point::max(),
+                                 &out);
     if (!s.ok()) {
         if (s.error_message().empty()) Fail("an error without a message");
         return 0;
     }
+    if (in.has_text() && in.text().size() > MaxPromptBytes()) Fail("accepted a prompt over the byte limit");
     const prepack_request& r = out.request;
     if (r.n_prompt_tokens == 0 || r.prompt_tokens == nullptr) Fail("accepted an empty prompt");
     if (static_cast<int64_t>(r.n_prompt_tokens) + r.max_tokens > model.context_length) Fail("accepted past the context");
