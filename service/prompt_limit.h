@@ -13,8 +13,9 @@
 namespace prepackd {
 
 // The input bytes one token can stand for, at most: the longest token as
-// it decodes, plus one (SentencePiece drops a dummy-prefix space when a
-// token decodes alone), and never less than kControlTokenBytes (control
+// it decodes alone (its leading space included: Decode keeps every byte
+// without a BOS), plus one byte of margin, and never less than
+// kControlTokenBytes (control
 // tokens decode to nothing through the C ABI, yet with parse_special their
 // text, e.g. "<|reserved_special_token_250|>", is one token).
 constexpr int32_t kControlTokenBytes = 32;

@@ -5,8 +5,7 @@
 
 #include <set>
 
-#include "grpc/reflection/v1/reflection.grpc.pb.h"
-#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "reflection_versions.h"
 
 namespace prepackd {
 namespace {
@@ -14,18 +13,8 @@ namespace {
 using google::protobuf::DescriptorPool;
 using google::protobuf::FileDescriptor;
 
-// The two versions differ in their package only; one implementation serves
-// both through these.
-struct V1 {
-    using Service = grpc::reflection::v1::ServerReflection;
-    using Request = grpc::reflection::v1::ServerReflectionRequest;
-    using Response = grpc::reflection::v1::ServerReflectionResponse;
-};
-struct V1alpha {
-    using Service = grpc::reflection::v1alpha::ServerReflection;
-    using Request = grpc::reflection::v1alpha::ServerReflectionRequest;
-    using Response = grpc::reflection::v1alpha::ServerReflectionResponse;
-};
+using V1 = ReflectionV1;
+using V1alpha = ReflectionV1alpha;
 
 // One ServerReflectionInfo stream: an answer per request, one operation in
 // flight at a time.

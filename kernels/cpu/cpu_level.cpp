@@ -68,7 +68,7 @@ struct Choice {
 // PREPACK_CPU read and oneDNN capped exactly once, before any kernel runs.
 const Choice& TheChoice() {
     static const Choice choice = [] {
-        Choice c{Detect(), Detect(), ""};
+        Choice c{DetectedCpuLevel(), DetectedCpuLevel(), ""};
         const char* env = std::getenv("PREPACK_CPU");
         if (env == nullptr || *env == '\0') return c;
         c.requested = env;

@@ -10,8 +10,7 @@
 #include <set>
 
 #include "client_util.h"
-#include "grpc/reflection/v1/reflection.grpc.pb.h"
-#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "reflection_versions.h"
 #include "server_process.h"
 
 namespace prepackd_test {
@@ -42,20 +41,12 @@ grpc::Status Reflect(const std::shared_ptr<grpc::Channel>& channel, const typena
     return s;
 }
 
-struct V1 {
-    using Service = grpc::reflection::v1::ServerReflection;
-    using Request = grpc::reflection::v1::ServerReflectionRequest;
-    using Response = grpc::reflection::v1::ServerReflectionResponse;
-};
-struct V1alpha {
-    using Service = grpc::reflection::v1alpha::ServerReflection;
-    using Request = grpc::reflection::v1alpha::ServerReflectionRequest;
-    using Response = grpc::reflection::v1alpha::ServerReflectionResponse;
-};
+using prepackd::ReflectionV1;
+using prepackd::ReflectionV1alpha;
 
 template <typename T>
 class ReflectionAuthTest : public ::testing::Test {};
-using Versions = ::testing::Types<V1, V1alpha>;
+using Versions = ::testing::Types<ReflectionV1, ReflectionV1alpha>;
 TYPED_TEST_SUITE(ReflectionAuthTest, Versions);
 
 std::string WriteToken(const TempPath& path) {
