@@ -52,6 +52,10 @@ absl::StatusOr<nlohmann::json> Describe(const std::string& spec) {
     for (const GgufTensor& t : f->tensors()) ++types[GgmlTypeName(t.type)];
     j["tensor_count"] = f->tensors().size();
     j["tensor_types"] = types;
+    // What loading keeps in memory: quantized matrices as they are in the
+    // file, the rest converted (f32 by default, or bf16 with --dtype bf16).
+    j["resident_weight_bytes_f32"] = ResidentWeightBytes(*f, c, cpu::DType::kF32);
+    j["resident_weight_bytes_bf16"] = ResidentWeightBytes(*f, c, cpu::DType::kBf16);
     if (f->Has("tokenizer.ggml.model")) {
         PP_ASSIGN_OR_RETURN(std::string tm, f->GetString("tokenizer.ggml.model"));
         j["tokenizer"] = tm;
@@ -96,7 +100,7 @@ void PrintText(const nlohmann::json& j) {
                           "rope_scale", "rope_freqs", "qkv_bias", "qk_norm", "norm_eps",
                           "context_length", "vocab_size", "tied_output", "weight_bytes_f32", "weight_bytes_bf16",
                           "kv_bytes_per_token_f32", "gguf_version", "file_bytes",
-                          "tensor_count", "tensor_types", "tokenizer", "tokenizer_vocab_size", "vocab_type",
+                          "tensor_count", "tensor_types", "resident_weight_bytes_f32", "resident_weight_bytes_bf16", "tokenizer", "tokenizer_vocab_size", "vocab_type",
                           "pre_tokenizer", "special_tokens", "end_of_generation", "add_bos", "add_eos",
                           "tokenizer_error", "weights", "cpu_kernels"}) {
         if (j.contains(k)) std::printf("%-22s %s\n", k, j[k].dump().c_str());

@@ -7,12 +7,14 @@
 // weights (which allocate only after every tensor's shape was checked).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/model/gguf.h"
 #include "core/model/model_config.h"
 #include "core/model/tokenizer.h"
 #include "core/model/weights.h"
+#include "kernels/cpu/quant_blocks.h"
 
 namespace {
 
@@ -38,7 +40,9 @@ void ReadEveryTensor(const prepack::GgufFile& f) {
     std::vector<float> out(4096);
     for (const prepack::GgufTensor& t : f.tensors()) {
         uint64_t n = std::min<uint64_t>(t.n_elements(), out.size());
-        if (t.type == prepack::GgmlType::kQ8_0) n -= n % 32;   // whole blocks only
+        if (auto q = prepack::cpu::QuantTypeOfGgml(static_cast<uint32_t>(t.type))) {
+            n -= n % static_cast<uint64_t>(prepack::cpu::QuantBlockElems(*q));   // whole blocks only
+        }
         auto bytes = prepack::GgmlTypeBytes(t.type, n);
         if (n == 0 || !bytes.ok() || *bytes > t.nbytes) continue;
         prepack::DequantizeRow(t.type, t.data, out.data(), n);
@@ -51,7 +55,8 @@ void ReadEveryTensor(const prepack::GgufFile& f) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto file = prepack::GgufFile::FromBytes(std::vector<uint8_t>(data, data + size));
     if (!file.ok()) return 0;
-    const prepack::GgufFile& f = **file;
+    std::shared_ptr<const prepack::GgufFile> shared = std::move(*file);
+    const prepack::GgufFile& f = *shared;
     ReadEveryKey(f);
     ReadEveryTensor(f);
     auto tok = prepack::Tokenizer::FromGguf(f);
@@ -60,6 +65,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)tok->Decode({0, 1, 2, 3, tok->vocab_size() - 1});
     }
     auto config = prepack::ConfigFromGguf(f);
-    if (config.ok()) (void)prepack::LoadWeights(f, *config);
+    if (config.ok()) (void)prepack::LoadWeights(shared, *config);
     return 0;
 }

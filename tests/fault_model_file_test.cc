@@ -42,7 +42,7 @@ TEST(FaultModelFile, HugeClaimWithoutTensorsIsInvalidNotAnAllocation) {
     auto c = ConfigFromGguf(**f);
     ASSERT_TRUE(c.ok()) << c.status();
     ASSERT_GT(WeightBytes(*c), 4ull << 30);
-    auto w = LoadWeights(**f, *c);
+    auto w = LoadWeights(std::move(*f), *c);
     EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument) << w.status();
     EXPECT_NE(std::string(w.status().message()).find("missing tensor 'token_embd.weight'"), std::string::npos)
         << w.status();
@@ -75,7 +75,7 @@ TEST(FaultModelFile, LoadingAHugeClaimAllocatesNothingBig) {
         try {
             auto f = GgufFile::FromBytes(bytes);
             auto c = ConfigFromGguf(**f);
-            auto w = LoadWeights(**f, *c);
+            auto w = LoadWeights(std::move(*f), *c);
             _exit(w.status().code() == absl::StatusCode::kInvalidArgument ? 0 : 1);
         } catch (...) {
             _exit(2);   // std::bad_alloc: it tried to allocate the claimed size

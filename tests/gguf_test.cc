@@ -424,12 +424,15 @@ std::vector<HostileCase> HostileCases() {
          [] { return Base().AddTensor("big", {uint64_t{1} << 31, uint64_t{1} << 31}, GgmlType::kF32, {})
                   .Build(); },
          kInvalid, {"'big'", "overflows"}},
-        {"UnknownTensorTypeQ4_0",
-         [] { return Base().AddTensorRaw("q4", {32}, 2, std::vector<uint8_t>(18)).Build(); },
-         kInvalid, {"unsupported tensor type 2 for tensor 'q4'", "Q4_0"}},
+        {"UnreadableTensorTypeQ4_1",
+         [] { return Base().AddTensorRaw("q4", {32}, 3, std::vector<uint8_t>(20)).Build(); },
+         kInvalid, {"'q4' (type 3, Q4_1)", "cannot read"}},
         {"UnknownTensorType1000",
          [] { return Base().OverrideTensorType("w", 1000).Build(); },
-         kInvalid, {"unsupported tensor type 1000 for tensor 'w'"}},
+         kInvalid, {"'w' (type 1000, unknown)"}},
+        {"Q4_KRowNotMultipleOf256",
+         [] { return Base().AddTensor("q", {32, 2}, GgmlType::kQ4_K, std::vector<uint8_t>(144)).Build(); },
+         kInvalid, {"'q'", "Q4_K", "ne[0] = 32", "multiple"}},
         {"Q8_0RowNotMultipleOf32",
          [] { return Base().AddTensor("q", {16, 2}, GgmlType::kQ8_0, std::vector<uint8_t>(34)).Build(); },
          kInvalid, {"'q'", "Q8_0", "ne[0] = 16", "multiple"}},
@@ -653,12 +656,18 @@ TEST(GgmlTypes, BytesAndNames) {
     EXPECT_TRUE(IsError(GgmlTypeBytes(GgmlType::kQ8_0, 33).status(), kInvalid, {"Q8_0", "33"}));
     EXPECT_TRUE(IsError(GgmlTypeBytes(GgmlType::kF32, uint64_t{1} << 62).status(), kInvalid,
                         {"overflows"}));
-    EXPECT_TRUE(IsError(GgmlTypeBytes(static_cast<GgmlType>(2), 32).status(), kInvalid,
-                        {"unsupported tensor type 2"}));
+    EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ4_0, 64), 36u);
+    EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ4_K, 512), 288u);
+    EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ5_K, 256), 176u);
+    EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ6_K, 256), 210u);
+    EXPECT_TRUE(IsError(GgmlTypeBytes(GgmlType::kQ6_K, 128).status(), kInvalid, {"Q6_K", "128"}));
+    EXPECT_TRUE(IsError(GgmlTypeBytes(static_cast<GgmlType>(3), 32).status(), kInvalid,
+                        {"unsupported tensor type 3"}));
     EXPECT_STREQ(GgmlTypeName(GgmlType::kF32), "F32");
     EXPECT_STREQ(GgmlTypeName(GgmlType::kF16), "F16");
     EXPECT_STREQ(GgmlTypeName(GgmlType::kQ8_0), "Q8_0");
     EXPECT_STREQ(GgmlTypeName(GgmlType::kBF16), "BF16");
+    EXPECT_STREQ(GgmlTypeName(GgmlType::kQ4_K), "Q4_K");
 }
 
 float FromBits(uint32_t b) { return std::bit_cast<float>(b); }

@@ -197,6 +197,13 @@ GgufBuilder BuildGguf(const Model& model, const Encoding& enc, const Edits& e = 
     return b;
 }
 
+// Every row of a loaded matrix as f32, whatever its storage.
+std::vector<float> AllRows(const cpu::Matrix& m, size_t rows, size_t cols) {
+    std::vector<float> out(rows * cols);
+    for (size_t r = 0; r < rows; ++r) cpu::DecodeMatrixRow(m, static_cast<int64_t>(r), static_cast<int64_t>(cols), out.data() + r * cols);
+    return out;
+}
+
 // The matrices of `m` as `enc` would decode them, for comparing loaded weights.
 std::vector<float> Decoded(const Encoding& enc, const float* p, size_t n) {
     return enc.decoded(std::vector<float>(p, p + n));
@@ -235,14 +242,13 @@ TEST_F(ModelLoadTest, EveryWeightTypeDecodesToWhatItEncodes) {
                 want.insert(want.end(), part.begin(), part.end());
             }
             ASSERT_EQ(want.size(), qkv);
-            EXPECT_EQ(std::vector<float>(got.layers[l].wqkv.f32, got.layers[l].wqkv.f32 + qkv), want)
+            EXPECT_EQ(AllRows(got.layers[l].wqkv, c.qkv_dim(), d), want) << GgmlTypeName(enc.type) << " layer " << l;
+            EXPECT_EQ(AllRows(got.layers[l].w_down, d, h), Decoded(enc, src.layers[l].w_down.f32, d * h))
                 << GgmlTypeName(enc.type) << " layer " << l;
-            EXPECT_EQ(std::vector<float>(got.layers[l].w_down.f32, got.layers[l].w_down.f32 + d * h),
-                      Decoded(enc, src.layers[l].w_down.f32, d * h))
-                << GgmlTypeName(enc.type) << " layer " << l;
+            // Block-quantized matrices stay quantized (Q|K|V as three slices).
+            EXPECT_EQ(got.layers[l].wqkv.n_quant, enc.type == GgmlType::kQ8_0 ? 3 : 0);
         }
-        EXPECT_EQ(std::vector<float>(got.output.f32, got.output.f32 + c.vocab_size * d),
-                  Decoded(enc, src.output.f32, c.vocab_size * d));
+        EXPECT_EQ(AllRows(got.output, c.vocab_size, d), Decoded(enc, src.output.f32, c.vocab_size * d));
         // And the loaded model computes: logits stay close to the f32 source.
         ReferenceForward want(*source_), have(**m);
         const double tol = enc.type == GgmlType::kF32 ? 0.0 : enc.type == GgmlType::kF16 ? 0.02 : 0.1;

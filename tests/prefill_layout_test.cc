@@ -369,5 +369,41 @@ TEST(LayoutRealshape, BpeModelsGiveTheSameLogitsInEveryLayout) {
     }
 }
 
+// A Q4_K_M file kept quantized: every layout decodes the same weight
+// panels for its prompts' rows. The prompts are over 16 tokens so that every
+// layout's batches take the many-row path (decoded panels, f32 GEMM); fewer
+// rows take the int8 dot products, whose activation rounding would differ
+// from it by more than layout equivalence allows.
+TEST(LayoutRealshape, AQuantizedModelGivesTheSameLogitsInEveryLayout) {
+    const std::string path = testing::ModelsDir() + "/realshape/llama32-bpe-Q4_K_M.gguf";
+    if (!testing::FileExists(path)) GTEST_SKIP() << "no " << path;
+    auto m = Model::Load(path);
+    ASSERT_TRUE(m.ok()) << m.status();
+    ASSERT_TRUE((*m)->weights().AnyQuantized());
+    const ModelConfig& c = (*m)->config();
+    std::vector<std::vector<int32_t>> prompts;
+    for (const char* text : {"Once upon a time there was a little girl who lived in a village near the forest.",
+                             "The capital of France is Paris, and the capital of Germany is Berlin; the capital of",
+                             "def add(a, b):\n    return a + b\n\ndef mul(a, b):\n    return a * b\n",
+                             "Zürich 2024: 東京 and Москва, <|eot_id|> 42 is the answer to everything, they say"}) {
+        prompts.push_back((*m)->tokenizer().Encode(text, true).value());
+        ASSERT_GT(prompts.back().size(), 16u) << text;
+    }
+    const LayoutRun first = RunLayout(**m, kLayouts[0], prompts, 8);
+    ASSERT_EQ(first.tokens.size(), prompts.size());
+    for (PrefillLayout layout : kLayouts) {
+        SCOPED_TRACE(PrefillLayoutName(layout));
+        const LayoutRun run = RunLayout(**m, layout, prompts, 8);
+        ASSERT_EQ(run.logits.size(), first.logits.size());
+        for (size_t p = 0; p < prompts.size(); ++p) {
+            EXPECT_LT(testing::MaxRelDiff(run.logits.data() + p * c.vocab_size, first.logits.data() + p * c.vocab_size,
+                                          c.vocab_size),
+                      1e-4)
+                << "prompt " << p;
+        }
+        EXPECT_EQ(run.tokens, first.tokens);
+    }
+}
+
 }  // namespace
 }  // namespace prepack

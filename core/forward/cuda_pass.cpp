@@ -7,6 +7,7 @@
 #include "core/forward/cpu_pass.h"
 #include "core/forward/cuda_pass_impl.h"
 #include "core/lazyllm/lazy_state.h"
+#include "kernels/cpu/bf16.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/elementwise.h"
 
@@ -43,12 +44,28 @@ uint64_t AutoCudaKvBudget(const ModelConfig& config, int64_t min_tokens, DType k
 
 namespace {
 
-// A host matrix copied to the device as it is (f32 or bf16).
-absl::StatusOr<cuda::DeviceBuffer> Upload(const cpu::Matrix& m, int64_t rows, int64_t cols) {
-    const size_t bytes = static_cast<size_t>(rows) * cols * ActBytes(m.dtype());
+// A host matrix copied to the device as it is (f32 or bf16). Quantized
+// weights are decoded to the model's dense dtype first: the CUDA kernels
+// have no quantized GEMM yet, so on the GPU they take that dtype's memory.
+absl::StatusOr<cuda::DeviceBuffer> Upload(const cpu::Matrix& m, int64_t rows, int64_t cols, DType dense) {
+    const DType dtype = m.quantized() ? dense : m.dtype();
+    const size_t bytes = static_cast<size_t>(rows) * cols * ActBytes(dtype);
     PP_ASSIGN_OR_RETURN(cuda::DeviceBuffer b, cuda::DeviceBuffer::Allocate(bytes));
-    const void* src = m.dtype() == DType::kBf16 ? static_cast<const void*>(m.bf16) : static_cast<const void*>(m.f32);
-    PP_RETURN_IF_ERROR(b.CopyFromHost(src, bytes));
+    if (!m.quantized()) {
+        const void* src = dtype == DType::kBf16 ? static_cast<const void*>(m.bf16) : static_cast<const void*>(m.f32);
+        PP_RETURN_IF_ERROR(b.CopyFromHost(src, bytes));
+        return b;
+    }
+    std::vector<float> decoded(static_cast<size_t>(rows * cols));
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) cpu::DecodeMatrixRow(m, r, cols, decoded.data() + r * cols);
+    if (dtype == DType::kF32) {
+        PP_RETURN_IF_ERROR(b.CopyFromHost(decoded.data(), bytes));
+        return b;
+    }
+    std::vector<uint16_t> half(decoded.size());
+    cpu::F32ToBf16Row(decoded.data(), half.data(), half.size());
+    PP_RETURN_IF_ERROR(b.CopyFromHost(half.data(), bytes));
     return b;
 }
 
@@ -73,10 +90,10 @@ absl::Status CudaForwardPass::Impl::UploadWeights() {
     const ModelConfig& c = model.config();
     const ModelWeights& w = model.weights();
     PP_ASSIGN_OR_RETURN(blas, cuda::Blas::Create());
-    PP_ASSIGN_OR_RETURN(token_embd, Upload(w.token_embd, c.vocab_size, c.dim));
-    tied = w.output.f32 == w.token_embd.f32 && w.output.bf16 == w.token_embd.bf16;
+    PP_ASSIGN_OR_RETURN(token_embd, Upload(w.token_embd, c.vocab_size, c.dim, w.dtype));
+    tied = w.output.SameStorage(w.token_embd);
     if (!tied) {
-        PP_ASSIGN_OR_RETURN(output, Upload(w.output, c.vocab_size, c.dim));
+        PP_ASSIGN_OR_RETURN(output, Upload(w.output, c.vocab_size, c.dim, w.dtype));
     }
     PP_ASSIGN_OR_RETURN(output_norm, UploadFloats(w.output_norm, c.dim));
     const std::vector<float> freq = RopeInverseFrequencies(c, w);
@@ -84,11 +101,11 @@ absl::Status CudaForwardPass::Impl::UploadWeights() {
     for (const LayerWeights& lw : w.layers) {
         Layer l;
         PP_ASSIGN_OR_RETURN(l.attn_norm, UploadFloats(lw.attn_norm, c.dim));
-        PP_ASSIGN_OR_RETURN(l.wqkv, Upload(lw.wqkv, c.qkv_dim(), c.dim));
-        PP_ASSIGN_OR_RETURN(l.wo, Upload(lw.wo, c.dim, c.q_dim()));
+        PP_ASSIGN_OR_RETURN(l.wqkv, Upload(lw.wqkv, c.qkv_dim(), c.dim, w.dtype));
+        PP_ASSIGN_OR_RETURN(l.wo, Upload(lw.wo, c.dim, c.q_dim(), w.dtype));
         PP_ASSIGN_OR_RETURN(l.ffn_norm, UploadFloats(lw.ffn_norm, c.dim));
-        PP_ASSIGN_OR_RETURN(l.w_gate_up, Upload(lw.w_gate_up, 2 * int64_t{c.hidden_dim}, c.dim));
-        PP_ASSIGN_OR_RETURN(l.w_down, Upload(lw.w_down, c.dim, c.hidden_dim));
+        PP_ASSIGN_OR_RETURN(l.w_gate_up, Upload(lw.w_gate_up, 2 * int64_t{c.hidden_dim}, c.dim, w.dtype));
+        PP_ASSIGN_OR_RETURN(l.w_down, Upload(lw.w_down, c.dim, c.hidden_dim, w.dtype));
         if (lw.bqkv != nullptr) {
             PP_ASSIGN_OR_RETURN(l.bqkv, UploadFloats(lw.bqkv, c.qkv_dim()));
         }
@@ -114,7 +131,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     PP_RETURN_IF_ERROR(UploadMeta(m));
 
     const ModelWeights& w = model.weights();
-    cuda::Gather(token_embd.data(), w.token_embd.dtype(), meta.as<int32_t>() + m.at[CudaStepMeta::kTokens], x.data(),
+    cuda::Gather(token_embd.data(), w.token_embd.quantized() ? w.dtype : w.token_embd.dtype(), meta.as<int32_t>() + m.at[CudaStepMeta::kTokens], x.data(),
                  t, d, act);
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     for (int32_t l = 0; l < c.n_layers; ++l) {

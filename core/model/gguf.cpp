@@ -16,7 +16,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
+
+#include "absl/strings/str_join.h"
+#include "kernels/cpu/quant_blocks.h"
 
 namespace prepack {
 
@@ -30,8 +34,6 @@ constexpr uint32_t kMaxDims = 4;
 // Arrays may nest (the format allows it) but nothing real goes deeper than
 // one level; a limit keeps the validator's recursion shallow.
 constexpr int kMaxArrayDepth = 3;
-constexpr uint64_t kQ8_0BlockElems = 32;
-constexpr uint64_t kQ8_0BlockBytes = 34;   // fp16 scale + 32 int8
 // Smallest possible encodings, used to reject counts no file this size could
 // hold before any loop runs: key (u64 len + >=0 bytes) + u32 type + 1 byte
 // value, and name (u64 len) + u32 n_dims + one u64 dim + u32 type + u64 offset.
@@ -223,9 +225,11 @@ const char* KnownGgmlTypeName(uint32_t id) {
 bool IsSupportedGgmlType(uint32_t id) {
     return id == static_cast<uint32_t>(GgmlType::kF32) ||
            id == static_cast<uint32_t>(GgmlType::kF16) ||
-           id == static_cast<uint32_t>(GgmlType::kQ8_0) ||
-           id == static_cast<uint32_t>(GgmlType::kBF16);
+           id == static_cast<uint32_t>(GgmlType::kBF16) ||
+           cpu::QuantTypeOfGgml(id).has_value();
 }
+
+constexpr const char* kSupportedTypes = "F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K and Q6_K";
 
 // Printable, single-line rendering of a string for `inspect`: control bytes
 // escaped, cut after kSummaryMaxChars characters without splitting a UTF-8
@@ -400,13 +404,8 @@ absl::Status WrongType(std::string_view key, std::string_view expected, const Gg
 // Types
 
 const char* GgmlTypeName(GgmlType type) {
-    switch (type) {
-        case GgmlType::kF32:  return "F32";
-        case GgmlType::kF16:  return "F16";
-        case GgmlType::kQ8_0: return "Q8_0";
-        case GgmlType::kBF16: return "BF16";
-    }
-    return "unknown";
+    const char* name = KnownGgmlTypeName(static_cast<uint32_t>(type));
+    return name != nullptr ? name : "unknown";
 }
 
 absl::StatusOr<uint64_t> GgmlTypeBytes(GgmlType type, uint64_t n_elements) {
@@ -415,21 +414,24 @@ absl::StatusOr<uint64_t> GgmlTypeBytes(GgmlType type, uint64_t n_elements) {
         case GgmlType::kF32:  per = 4; break;
         case GgmlType::kF16:
         case GgmlType::kBF16: per = 2; break;
-        case GgmlType::kQ8_0: {
-            if (n_elements % kQ8_0BlockElems != 0) {
+        default: {
+            const std::optional<cpu::QuantType> q = cpu::QuantTypeOfGgml(static_cast<uint32_t>(type));
+            if (!q) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat("unsupported tensor type ", static_cast<uint32_t>(type)));
+            }
+            const uint64_t elems = cpu::QuantBlockElems(*q);
+            if (n_elements % elems != 0) {
                 return absl::InvalidArgumentError(absl::StrCat(
-                    "Q8_0 needs a multiple of ", kQ8_0BlockElems, " elements, got ", n_elements));
+                    GgmlTypeName(type), " needs a multiple of ", elems, " elements, got ", n_elements));
             }
             uint64_t bytes;
-            if (__builtin_mul_overflow(n_elements / kQ8_0BlockElems, kQ8_0BlockBytes, &bytes)) {
+            if (__builtin_mul_overflow(n_elements / elems, static_cast<uint64_t>(cpu::QuantBlockBytes(*q)), &bytes)) {
                 return absl::InvalidArgumentError(
-                    absl::StrCat("Q8_0 byte size of ", n_elements, " elements overflows"));
+                    absl::StrCat(GgmlTypeName(type), " byte size of ", n_elements, " elements overflows"));
             }
             return bytes;
         }
-        default:
-            return absl::InvalidArgumentError(
-                absl::StrCat("unsupported tensor type ", static_cast<uint32_t>(type)));
     }
     uint64_t bytes;
     if (__builtin_mul_overflow(n_elements, per, &bytes)) {
@@ -532,8 +534,10 @@ absl::StatusOr<uint32_t> ReadVersion(Reader& r) {
         "unsupported GGUF version ", version, "; only versions 2 and 3 are read", hint));
 }
 
-// Validates one tensor info's dims and type and computes its byte size.
-absl::Status ValidateTensorShape(GgufTensor& t, uint32_t type_id) {
+// Validates one tensor info's dims and type and computes its byte size. A
+// type prepack cannot read is not an error here but added to `unsupported`,
+// so the file's error can name every such tensor.
+absl::Status ValidateTensorShape(GgufTensor& t, uint32_t type_id, std::vector<std::string>* unsupported) {
     uint64_t n = 1;
     for (size_t d = 0; d < t.ne.size(); ++d) {
         if (t.ne[d] == 0) {
@@ -548,16 +552,16 @@ absl::Status ValidateTensorShape(GgufTensor& t, uint32_t type_id) {
     }
     if (!IsSupportedGgmlType(type_id)) {
         const char* known = KnownGgmlTypeName(type_id);
-        return absl::InvalidArgumentError(absl::StrCat(
-            "unsupported tensor type ", type_id, " for tensor ", Quote(t.name),
-            known ? absl::StrCat(" (", known, ")") : std::string(" (unknown ggml type)"),
-            "; prepack reads F32, F16, BF16 and Q8_0"));
+        unsupported->push_back(absl::StrCat(Quote(t.name), " (type ", type_id, known ? absl::StrCat(", ", known) : ", unknown", ")"));
+        t.type = GgmlType::kF32;   // never placed: the file is refused after the last tensor info
+        return absl::OkStatus();
     }
     t.type = static_cast<GgmlType>(type_id);
-    if (t.type == GgmlType::kQ8_0 && t.ne[0] % kQ8_0BlockElems != 0) {
+    if (const std::optional<cpu::QuantType> q = cpu::QuantTypeOfGgml(type_id);
+        q && t.ne[0] % static_cast<uint64_t>(cpu::QuantBlockElems(*q)) != 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "tensor ", Quote(t.name), " of type Q8_0 has ne[0] = ", t.ne[0],
-            ", not a multiple of the block size ", kQ8_0BlockElems));
+            "tensor ", Quote(t.name), " of type ", GgmlTypeName(t.type), " has ne[0] = ", t.ne[0],
+            ", not a multiple of the block size ", cpu::QuantBlockElems(*q)));
     }
     auto bytes = GgmlTypeBytes(t.type, n);
     if (!bytes.ok()) {
@@ -568,7 +572,7 @@ absl::Status ValidateTensorShape(GgufTensor& t, uint32_t type_id) {
     return absl::OkStatus();
 }
 
-absl::StatusOr<GgufTensor> ReadTensorInfo(Reader& r, uint64_t index) {
+absl::StatusOr<GgufTensor> ReadTensorInfo(Reader& r, uint64_t index, std::vector<std::string>* unsupported) {
     GgufTensor t;
     PP_ASSIGN_OR_RETURN(std::string_view name,
                         r.ReadString(absl::StrCat("name of tensor #", index)));
@@ -589,7 +593,7 @@ absl::StatusOr<GgufTensor> ReadTensorInfo(Reader& r, uint64_t index) {
     }
     PP_ASSIGN_OR_RETURN(uint32_t type_id, r.Read<uint32_t>(absl::StrCat("type of ", Av(what))));
     PP_ASSIGN_OR_RETURN(t.offset, r.Read<uint64_t>(absl::StrCat("offset of ", Av(what))));
-    PP_RETURN_IF_ERROR(ValidateTensorShape(t, type_id));
+    PP_RETURN_IF_ERROR(ValidateTensorShape(t, type_id, unsupported));
     return t;
 }
 
@@ -690,9 +694,15 @@ absl::Status GgufFile::Parse() {
     }
 
     // ---- tensor infos ----
+    std::vector<std::string> unsupported;
     for (uint64_t i = 0; i < tensor_count; ++i) {
-        PP_ASSIGN_OR_RETURN(GgufTensor t, ReadTensorInfo(r, i));
+        PP_ASSIGN_OR_RETURN(GgufTensor t, ReadTensorInfo(r, i, &unsupported));
         tensors_.push_back(std::move(t));
+    }
+    if (!unsupported.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            unsupported.size(), " of ", tensor_count, " tensors have a type prepack cannot read (it reads ",
+            kSupportedTypes, "): ", absl::StrJoin(unsupported, ", ")));
     }
     PP_RETURN_IF_ERROR(CheckUniqueTensorNames(tensors_));
 
@@ -953,15 +963,13 @@ void DequantizeRow(GgmlType type, const uint8_t* src, float* dst, uint64_t n) {
         case GgmlType::kBF16:
             for (uint64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(Load<uint16_t>(src + 2 * i));
             return;
+        case GgmlType::kQ4_0:
         case GgmlType::kQ8_0:
-            for (uint64_t b = 0; b < n / kQ8_0BlockElems; ++b) {
-                const uint8_t* block = src + b * kQ8_0BlockBytes;
-                const float d = Fp16ToFp32(Load<uint16_t>(block));
-                const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
-                for (uint64_t j = 0; j < kQ8_0BlockElems; ++j) {
-                    dst[b * kQ8_0BlockElems + j] = d * static_cast<float>(q[j]);
-                }
-            }
+        case GgmlType::kQ4_K:
+        case GgmlType::kQ5_K:
+        case GgmlType::kQ6_K:
+            cpu::DequantizeQuantRow(*cpu::QuantTypeOfGgml(static_cast<uint32_t>(type)), src, dst,
+                                    static_cast<int64_t>(n));
             return;
     }
     // Not reachable for a validated tensor; make misuse visible rather than silent.

@@ -24,17 +24,23 @@
 
 namespace prepack {
 
-// ggml tensor element types that prepack can read.
+// ggml tensor element types that prepack can read. The block-quantized ones
+// are kept as they are and computed on (kernels/cpu/quant_blocks.h).
 enum class GgmlType : uint32_t {
     kF32  = 0,
     kF16  = 1,
+    kQ4_0 = 2,
     kQ8_0 = 8,
+    kQ4_K = 12,
+    kQ5_K = 13,
+    kQ6_K = 14,
     kBF16 = 30,
 };
 
 const char* GgmlTypeName(GgmlType type);
 // Bytes needed for `n_elements` of `type`; error when n is not a whole number
-// of blocks (Q8_0 packs 32 elements per 34-byte block) or would overflow.
+// of blocks (Q8_0 packs 32 elements per 34-byte block, Q4_K 256 per 144) or
+// would overflow.
 absl::StatusOr<uint64_t> GgmlTypeBytes(GgmlType type, uint64_t n_elements);
 
 // GGUF metadata value types, numbered as in the file format.

@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& spec, cpu:
             "tokenizer has ", m->tokenizer_.vocab_size(), " tokens but the model's vocabulary is ",
             m->config_.vocab_size));
     }
-    PP_ASSIGN_OR_RETURN(m->weights_, LoadWeights(*file, m->config_, dtype));
+    PP_ASSIGN_OR_RETURN(m->weights_, LoadWeights(std::move(file), m->config_, dtype));
     return m;
 }
 

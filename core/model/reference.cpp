@@ -2,19 +2,19 @@
 
 #include <cmath>
 
-#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/matrix.h"
 
 namespace prepack {
 namespace {
 
-// Element `i` of a weight matrix, whatever its storage.
-float WeightAt(const cpu::Matrix& w, size_t i) { return w.bf16 != nullptr ? cpu::Bf16ToF32(w.bf16[i]) : w.f32[i]; }
-
-// out[i] = sum_j W[first_row + i, j] * x[j]; W is row-major with d columns.
+// out[i] = sum_j W[first_row + i, j] * x[j]; W is row-major with d columns,
+// each row decoded to f32 whatever its storage.
 void MatVec(const cpu::Matrix& w, size_t first_row, const float* x, float* out, int n, int d) {
+    std::vector<float> row(static_cast<size_t>(d));
     for (int i = 0; i < n; ++i) {
+        cpu::DecodeMatrixRow(w, static_cast<int64_t>(first_row) + i, d, row.data());
         float sum = 0.0f;
-        for (int j = 0; j < d; ++j) sum += WeightAt(w, (first_row + i) * d + j) * x[j];
+        for (int j = 0; j < d; ++j) sum += row[j] * x[j];
         out[i] = sum;
     }
 }
@@ -79,7 +79,7 @@ const std::vector<float>& ReferenceForward::Step(int32_t token) {
     const int d = c_.dim, hd = c_.head_dim, kv = c_.kv_dim(), qd = c_.q_dim(), hid = c_.hidden_dim;
     const int group = c_.n_heads / c_.n_kv_heads;
     const int pos = pos_++;
-    for (int i = 0; i < d; ++i) x_[i] = WeightAt(w_.token_embd, static_cast<size_t>(token) * d + i);
+    cpu::DecodeMatrixRow(w_.token_embd, token, d, x_.data());
 
     for (int l = 0; l < c_.n_layers; ++l) {
         const LayerWeights& lw = w_.layers[l];

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "core/model/gguf.h"
@@ -12,12 +13,26 @@ namespace prepack {
 namespace {
 
 // Where a tensor lives: an element offset into the f32 storage, or into the
-// bf16 storage (matrices when the dtype is bf16).
+// bf16 storage (matrices when the dtype is bf16), or nowhere in either: a
+// quantized matrix stays in the file's mapping (its slices are bound after).
 struct Slot {
     size_t at = 0;
     bool   bf16 = false;
+    bool   quant = false;
 
-    Slot operator+(size_t elements) const { return {at + elements, bf16}; }
+    Slot operator+(size_t elements) const { return {at + elements, bf16, quant}; }
+};
+
+// Which matrices are kept quantized (every part of them is in a quantized
+// block type); the others are converted to the dense dtype.
+struct QuantizedMatrices {
+    bool token_embd = false, output = false;
+    struct Layer {
+        bool wqkv = false, wo = false, w_gate_up = false, w_down = false;
+    };
+    std::vector<Layer> layers;   // empty: none of them
+
+    Layer At(int i) const { return i < static_cast<int>(layers.size()) ? layers[i] : Layer{}; }
 };
 
 // Every tensor's slot inside the two storage blocks.
@@ -31,7 +46,7 @@ struct Layout {
     std::vector<Layer> layers;
 };
 
-Layout MakeLayout(const ModelConfig& c, cpu::DType dtype) {
+Layout MakeLayout(const ModelConfig& c, cpu::DType dtype, const QuantizedMatrices& quant = {}) {
     Layout l;
     // Keep each tensor 64-byte aligned (a multiple of 32 elements of either type).
     auto take = [&l](size_t n, bool bf16) {
@@ -42,20 +57,21 @@ Layout MakeLayout(const ModelConfig& c, cpu::DType dtype) {
     };
     const bool half = dtype == cpu::DType::kBf16;
     auto vec = [&](size_t n) { return take(n, false); };
-    auto mat = [&](size_t n) { return take(n, half); };
+    auto mat = [&](size_t n, bool quantized) { return quantized ? Slot{0, false, true} : take(n, half); };
     const size_t d = c.dim, h = c.hidden_dim, v = c.vocab_size;
-    l.token_embd = mat(v * d);
+    l.token_embd = mat(v * d, quant.token_embd);
     l.output_norm = vec(d);
-    l.output = c.tied_output ? l.token_embd : mat(v * d);
+    l.output = c.tied_output ? l.token_embd : mat(v * d, quant.output);
     if (c.rope_freqs) l.rope_freqs = vec(c.rope_dim / 2);
     for (int i = 0; i < c.n_layers; ++i) {
+        const QuantizedMatrices::Layer q = quant.At(i);
         Layout::Layer y;
         y.attn_norm = vec(d);
-        y.wqkv = mat(static_cast<size_t>(c.qkv_dim()) * d);
-        y.wo = mat(d * c.q_dim());
+        y.wqkv = mat(static_cast<size_t>(c.qkv_dim()) * d, q.wqkv);
+        y.wo = mat(d * c.q_dim(), q.wo);
         y.ffn_norm = vec(d);
-        y.w_gate_up = mat(2 * h * d);
-        y.w_down = mat(d * h);
+        y.w_gate_up = mat(2 * h * d, q.w_gate_up);
+        y.w_down = mat(d * h, q.w_down);
         if (c.qkv_bias) y.bqkv = vec(c.qkv_dim());
         if (c.qk_norm) {
             y.q_norm = vec(c.head_dim);
@@ -94,7 +110,10 @@ public:
         w.bf16_storage = std::move(bf16_);
         const float* f = w.storage.data();
         const uint16_t* b = w.bf16_storage.data();
-        auto matrix = [&](const Slot& s) { return s.bf16 ? cpu::Matrix{nullptr, b + s.at} : cpu::Matrix{f + s.at, nullptr}; };
+        auto matrix = [&](const Slot& s) {
+            if (s.quant) return cpu::Matrix{};   // its slices are bound by LoadWeights
+            return s.bf16 ? cpu::Matrix{nullptr, b + s.at} : cpu::Matrix{f + s.at, nullptr};
+        };
         w.token_embd = matrix(l.token_embd);
         w.output_norm = f + l.output_norm.at;
         w.output = matrix(l.output);
@@ -119,13 +138,14 @@ private:
     std::vector<float>     scratch_;
 };
 
-absl::Status CheckMemory(const ModelConfig& c, cpu::DType dtype) {
-    const uint64_t need = WeightBytes(c, dtype);
+// `need`: the converted weights' bytes plus the quantized ones read from
+// the file's mapping (resident once used, like any other weight).
+absl::Status CheckMemory(const ModelConfig& c, cpu::DType dtype, uint64_t need) {
     const uint64_t avail = AvailableMemoryBytes();
     if (avail != 0 && need > avail / 10 * 9) {
         return absl::ResourceExhaustedError(absl::StrCat(
-            c.name, " needs ", need >> 20, " MiB of ", cpu::DTypeName(dtype), " weights but only ", avail >> 20,
-            " MiB of memory is available", dtype == cpu::DType::kF32 ? " (bf16 weights take half)" : ""));
+            c.name, " needs ", need >> 20, " MiB of weights (", cpu::DTypeName(dtype), " where not quantized) but only ",
+            avail >> 20, " MiB of memory is available", dtype == cpu::DType::kF32 ? " (bf16 weights take half)" : ""));
     }
     return absl::OkStatus();
 }
@@ -199,11 +219,70 @@ void FillConstant(Storage& storage, const Slot& slot, size_t n, float value) {
     storage.Commit(slot, n);
 }
 
+uint64_t DenseBytes(const Layout& l) { return l.f32_total * sizeof(float) + l.bf16_total * sizeof(uint16_t); }
+
+// The GGUF tensors of one model matrix: consecutive row ranges of it.
+struct MatrixParts {
+    Slot                     slot;
+    std::vector<std::string> names;
+};
+
+bool IsQuantized(const GgufFile& f, std::initializer_list<std::string> names) {
+    for (const std::string& name : names) {
+        const GgufTensor* t = f.FindTensor(name);
+        if (t == nullptr || !cpu::QuantTypeOfGgml(static_cast<uint32_t>(t->type))) return false;
+    }
+    return true;
+}
+
+// Which matrices of `f` stay quantized, and their bytes.
+struct QuantPlan {
+    QuantizedMatrices which;
+    uint64_t          bytes = 0;
+};
+
+QuantPlan PlanQuantized(const GgufFile& f, const ModelConfig& c) {
+    QuantPlan plan;
+    // A matrix stays quantized when all of its tensors are.
+    auto all = [&](std::initializer_list<std::string> names) {
+        if (!IsQuantized(f, names)) return false;
+        for (const std::string& name : names) plan.bytes += f.FindTensor(name)->nbytes;
+        return true;
+    };
+    auto blk = [](int i, const char* name) { return absl::StrCat("blk.", i, ".", name); };
+    plan.which.token_embd = all({"token_embd.weight"});
+    plan.which.output = !c.tied_output && all({"output.weight"});
+    for (int i = 0; i < c.n_layers; ++i) {
+        QuantizedMatrices::Layer y;
+        y.wqkv = all({blk(i, "attn_q.weight"), blk(i, "attn_k.weight"), blk(i, "attn_v.weight")});
+        y.wo = all({blk(i, "attn_output.weight")});
+        y.w_gate_up = all({blk(i, "ffn_gate.weight"), blk(i, "ffn_up.weight")});
+        y.w_down = all({blk(i, "ffn_down.weight")});
+        plan.which.layers.push_back(y);
+    }
+    return plan;
+}
+
+// Points `m` at its quantized tensors in the file's mapping.
+void BindQuantized(const GgufFile& f, std::initializer_list<std::string> names, cpu::Matrix& m) {
+    for (const std::string& name : names) {
+        const GgufTensor* t = f.FindTensor(name);
+        m.quant[m.n_quant++] = {*cpu::QuantTypeOfGgml(static_cast<uint32_t>(t->type)), t->data,
+                                static_cast<int64_t>(t->n_elements() / t->ne[0])};
+    }
+}
+
 }  // namespace
 
-uint64_t WeightBytes(const ModelConfig& c, cpu::DType dtype) {
-    const Layout l = MakeLayout(c, dtype);
-    return l.f32_total * sizeof(float) + l.bf16_total * sizeof(uint16_t);
+uint64_t WeightBytes(const ModelConfig& c, cpu::DType dtype) { return DenseBytes(MakeLayout(c, dtype)); }
+
+uint64_t ResidentWeightBytes(const GgufFile& file, const ModelConfig& c, cpu::DType dtype) {
+    const QuantPlan plan = PlanQuantized(file, c);
+    return DenseBytes(MakeLayout(c, dtype, plan.which)) + plan.bytes;
+}
+
+uint64_t ModelWeights::ResidentBytes() const {
+    return storage.size() * sizeof(float) + bf16_storage.size() * sizeof(uint16_t) + quantized_bytes;
 }
 
 std::vector<float> RopeInverseFrequencies(const ModelConfig& c, const ModelWeights& w) {
@@ -222,10 +301,15 @@ absl::StatusOr<cpu::DType> ParseDType(const std::string& name) {
     return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "' (expected f32 or bf16)"));
 }
 
-absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& f, const ModelConfig& c, cpu::DType dtype) {
+absl::StatusOr<ModelWeights> LoadWeights(std::shared_ptr<const GgufFile> file, const ModelConfig& c,
+                                         cpu::DType dtype) {
     PP_RETURN_IF_ERROR(c.Validate());
-    const Layout l = MakeLayout(c, dtype);
+    const GgufFile& f = *file;
     const uint64_t d = c.dim, h = c.hidden_dim, v = c.vocab_size, q = c.q_dim(), kv = c.kv_dim();
+    auto blk = [](int i, const char* name) { return absl::StrCat("blk.", i, ".", name); };
+    const QuantPlan plan = PlanQuantized(f, c);
+    const QuantizedMatrices& quant = plan.which;
+    const Layout l = MakeLayout(c, dtype, quant);
     // Every tensor: name, dims and where it goes in the storage.
     struct Part {
         std::string           name;
@@ -265,16 +349,36 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& f, const ModelConfig& c
         PP_ASSIGN_OR_RETURN(const GgufTensor* t, CheckTensor(f, p.name, p.want));
         found.push_back(t);
     }
-    PP_RETURN_IF_ERROR(CheckMemory(c, dtype));   // a real model too large for this machine
+    PP_RETURN_IF_ERROR(CheckMemory(c, dtype, DenseBytes(l) + plan.bytes));   // a real model too large here
     Storage storage(l);
-    for (size_t i = 0; i < parts.size(); ++i) PP_RETURN_IF_ERROR(CopyTensor(*found[i], parts[i].at, storage));
-    return std::move(storage).Bind(c, l, dtype);
+    for (size_t i = 0; i < parts.size(); ++i) {
+        if (!parts[i].at.quant) PP_RETURN_IF_ERROR(CopyTensor(*found[i], parts[i].at, storage));
+    }
+    ModelWeights w = std::move(storage).Bind(c, l, dtype);
+    if (quant.token_embd) BindQuantized(f, {"token_embd.weight"}, w.token_embd);
+    if (c.tied_output) {
+        if (quant.token_embd) w.output = w.token_embd;
+    } else if (quant.output) {
+        BindQuantized(f, {"output.weight"}, w.output);
+    }
+    for (int i = 0; i < c.n_layers; ++i) {
+        LayerWeights& lw = w.layers[i];
+        if (quant.layers[i].wqkv) {
+            BindQuantized(f, {blk(i, "attn_q.weight"), blk(i, "attn_k.weight"), blk(i, "attn_v.weight")}, lw.wqkv);
+        }
+        if (quant.layers[i].wo) BindQuantized(f, {blk(i, "attn_output.weight")}, lw.wo);
+        if (quant.layers[i].w_gate_up) BindQuantized(f, {blk(i, "ffn_gate.weight"), blk(i, "ffn_up.weight")}, lw.w_gate_up);
+        if (quant.layers[i].w_down) BindQuantized(f, {blk(i, "ffn_down.weight")}, lw.w_down);
+    }
+    w.quantized_bytes = plan.bytes;
+    w.file = std::move(file);
+    return w;
 }
 
 absl::StatusOr<ModelWeights> SyntheticWeights(const ModelConfig& c, uint64_t seed, cpu::DType dtype) {
     PP_RETURN_IF_ERROR(c.Validate());
-    PP_RETURN_IF_ERROR(CheckMemory(c, dtype));
     const Layout l = MakeLayout(c, dtype);
+    PP_RETURN_IF_ERROR(CheckMemory(c, dtype, DenseBytes(l)));
     Storage storage(l);
     const size_t d = c.dim, h = c.hidden_dim, v = c.vocab_size;
     // Uniform(-a, a) has variance a^2/3: a = sqrt(3 / fan_in) gives unit-gain

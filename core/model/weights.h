@@ -1,11 +1,14 @@
-// Model weights in the layout the forward pass wants: GGUF tensors of any
-// supported type are converted once at load, matrices to f32 or bf16 (the
-// dtype asked for), norm vectors always to f32; matrices that are applied to
-// the same input are fused (Q|K|V, gate|up) so each layer runs 4 GEMMs
-// instead of 7.
+// Model weights in the layout the forward pass wants: matrices whose GGUF
+// tensors are block-quantized (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K) stay so, used
+// where the file's mapping holds them; the others are converted once at
+// load, matrices to f32 or bf16 (the dtype asked for), norm vectors always
+// to f32. Matrices applied to the same input are fused (Q|K|V, gate|up: in
+// one buffer, or as consecutive quantized slices) so each layer runs 4
+// GEMMs instead of 7.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,16 +41,23 @@ struct ModelWeights {
     cpu::Matrix  output;       // [vocab, dim]; equals token_embd when tied
     const float* rope_freqs = nullptr;   // [rope_dim / 2]: each frequency's divisor (llama3 RoPE scaling), or null
     std::vector<LayerWeights> layers;
-    cpu::DType   dtype = cpu::DType::kF32;   // of the matrices
+    cpu::DType   dtype = cpu::DType::kF32;   // of the matrices that are not quantized
 
     AlignedFloats            storage;        // owns the f32 tensors above
     AlignedArray<uint16_t>   bf16_storage;   // and the bf16 ones
+    std::shared_ptr<const GgufFile> file;    // holds the quantized ones (null when none)
+    uint64_t                 quantized_bytes = 0;
+
+    // Bytes the weights occupy in memory: converted plus quantized.
+    uint64_t ResidentBytes() const;
+    bool AnyQuantized() const { return quantized_bytes > 0; }
 };
 
-// Converts and fuses the llama tensors of `file`. Every tensor's presence,
-// rank and dims are checked against `config` first (INVALID_ARGUMENT naming
-// the tensor and both shapes).
-absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig& config,
+// Converts and fuses the llama tensors of `file` (kept alive by the weights
+// while they use its quantized tensors). Every tensor's presence, rank and
+// dims are checked against `config` first (INVALID_ARGUMENT naming the
+// tensor and both shapes).
+absl::StatusOr<ModelWeights> LoadWeights(std::shared_ptr<const GgufFile> file, const ModelConfig& config,
                                          cpu::DType dtype = cpu::DType::kF32);
 
 // Deterministic pseudo-random weights for `config` (same seed, same weights),
@@ -57,8 +67,13 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig
 absl::StatusOr<ModelWeights> SyntheticWeights(const ModelConfig& config, uint64_t seed,
                                               cpu::DType dtype = cpu::DType::kF32);
 
-// Bytes the weights of `config` occupy with matrices in `dtype`.
+// Bytes the weights of `config` occupy with every matrix in `dtype` (none
+// quantized: synthetic models, and the upper bound for a file).
 uint64_t WeightBytes(const ModelConfig& config, cpu::DType dtype = cpu::DType::kF32);
+
+// Bytes the weights of `file` will occupy once loaded with dense matrices in
+// `dtype` (quantized ones as in the file): what `prepack inspect` reports.
+uint64_t ResidentWeightBytes(const GgufFile& file, const ModelConfig& config, cpu::DType dtype);
 
 // RoPE's rope_dim/2 inverse frequencies theta^(-2i/rope_dim), divided by
 // the linear scale and by rope_freqs.weight's factors where the model has

@@ -33,7 +33,9 @@ void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, i
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t at = static_cast<int64_t>(ids[r]) * dim;
-        if (table.bf16 != nullptr) {
+        if (table.quantized()) {
+            DecodeMatrixRow(table, ids[r], dim, out + r * dim);
+        } else if (table.bf16 != nullptr) {
             Bf16ToF32Row(table.bf16 + at, out + r * dim, static_cast<size_t>(dim));
         } else {
             std::memcpy(out + r * dim, table.f32 + at, dim * sizeof(float));

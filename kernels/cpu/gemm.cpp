@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_acts.h"
 
 namespace prepack::cpu {
 
@@ -66,6 +67,54 @@ bool OneDnnBf16Linear(const float* x, const uint16_t* w, float* y, int64_t m, in
     return true;
 }
 
+// Quantized weights, few rows: X quantized once per activation shape the
+// slices need (Q4_0/Q8_0 or the K-quants), then integer dot products, each
+// slice writing its own columns of Y.
+void SmallQuantLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
+    const KernelTable& kernels = ActiveKernels();
+    static thread_local std::vector<uint8_t> acts32, acts256;
+    bool have32 = false, have256 = false;
+    int64_t col = 0;
+    for (int s = 0; s < w.n_quant; ++s) {
+        const QuantSlice& slice = w.quant[s];
+        const bool wide = UsesActBlock256(slice.type);
+        std::vector<uint8_t>& acts = wide ? acts256 : acts32;
+        bool& have = wide ? have256 : have32;
+        if (!have) {
+            acts.resize(static_cast<size_t>(m * ActRowBytes(slice.type, k)));
+            QuantizeActs(slice.type, x, m, k, acts.data());
+            have = true;
+        }
+        kernels.quant_linear(acts.data(), slice, y + col, n, m, k, accumulate);
+        col += slice.rows;
+    }
+}
+
+// Quantized weights, many rows (prefill): decode a panel of weight rows to
+// f32 (about 1 MiB, so it stays in L2 while sgemm reads it) and multiply it
+// there. The decoding is one pass over the panel, small next to the 2 * M
+// flops per weight of a many-row product.
+void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
+    const int64_t panel_rows = std::max<int64_t>((int64_t{1} << 18) / k / 16 * 16, 16);
+    static thread_local std::vector<float> panel;
+    panel.resize(static_cast<size_t>(panel_rows * k));
+    float* dst = panel.data();
+    int64_t col = 0;
+    for (int s = 0; s < w.n_quant; ++s) {
+        const QuantSlice& slice = w.quant[s];
+        const int64_t row_bytes = QuantRowBytes(slice.type, k);
+        for (int64_t r0 = 0; r0 < slice.rows; r0 += panel_rows) {
+            const int64_t rows = std::min(panel_rows, slice.rows - r0);
+#pragma omp parallel for schedule(static)
+            for (int64_t r = 0; r < rows; ++r) {
+                DequantizeQuantRow(slice.type, slice.data + (r0 + r) * row_bytes, dst + r * k, k);
+            }
+            dnnl_sgemm('N', 'T', m, rows, k, 1.0f, x, k, dst, k, accumulate ? 1.0f : 0.0f, y + col + r0, n);
+        }
+        col += slice.rows;
+    }
+}
+
 enum class Bf16Path { kOneDnn, kWiden };
 
 // Chosen once; falls back to widening for good if oneDNN cannot run it.
@@ -80,6 +129,14 @@ std::atomic<Bf16Path>& Bf16PathState() {
 // shared OpenMP pool (docs/toolchain.md).
 void Linear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
     const KernelTable& kernels = ActiveKernels();   // first: it may cap oneDNN's ISA
+    if (w.quantized()) {
+        if (m <= kSmallLinearRows) {
+            SmallQuantLinear(x, w, y, m, n, k, accumulate);
+        } else {
+            DequantizedLinear(x, w, y, m, n, k, accumulate);
+        }
+        return;
+    }
     if (w.bf16 == nullptr) {
         if (m <= kSmallLinearRows) {
             kernels.small_linear_f32(x, w.f32, y, m, n, k, accumulate);

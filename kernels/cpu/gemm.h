@@ -13,6 +13,9 @@ namespace prepack::cpu {
 // weights are used with f32 accumulation: through oneDNN's bf16 matmul where
 // the CPU has native bf16 (activations rounded to bf16 there), otherwise
 // widened to f32 a panel at a time (exact, so only storage is bf16).
+// Quantized weights: up to kSmallLinearRows rows as int8 dot products on the
+// blocks (activations quantized per block, quant_acts.h); more rows decode a
+// panel of weight rows to f32 at a time for sgemm.
 void Linear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);
 
 inline void Linear(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {

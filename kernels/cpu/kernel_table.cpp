@@ -18,6 +18,7 @@ const KernelTable& Kernels() {
         .swiglu = SwiGlu,
         .small_linear_f32 = SmallLinearF32,
         .small_linear_bf16 = SmallLinearBf16,
+        .quant_linear = QuantLinear,
         .paged_attention = PagedAttention,
         .last_query_scores = LastQueryScores,
         .f32_to_bf16_row = F32ToBf16Row,

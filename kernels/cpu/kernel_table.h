@@ -31,6 +31,10 @@ struct KernelTable {
                              bool accumulate);
     void (*small_linear_bf16)(const float* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k,
                               bool accumulate);
+    // The same for quantized weights (quant_linear.cpp): `acts` holds X
+    // quantized by QuantizeActs for w.type; y's rows are `ldy` apart.
+    void (*quant_linear)(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
+                         bool accumulate);
     void (*paged_attention)(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
                             int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared);
     void (*last_query_scores)(const float* q, const AttentionShape& shape, const AttentionSpan& span,

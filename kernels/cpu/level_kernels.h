@@ -27,6 +27,12 @@ void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden);
 void SmallLinearF32(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);
 void SmallLinearBf16(const float* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);
 
+// quant_linear.cpp: Y[m, rows of w] (+)= X W^T for few rows, on quantized
+// weights; `acts` is X quantized for w's type (quant_acts.h), `ldy` the row
+// stride of Y (a slice of a fused matrix writes its own columns).
+void QuantLinear(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
+                 bool accumulate);
+
 // attention.cpp (kernels/cpu/attention.h)
 void PagedAttention(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
                     int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared);

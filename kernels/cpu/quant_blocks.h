@@ -1,0 +1,57 @@
+// The quantized weight formats prepack keeps as they are in a GGUF file, and
+// their scalar decoding: the reference every vectorised kernel is tested
+// against. Layouts are ggml's (ggml-common.h), byte for byte, so a tensor is
+// used where the file's mapping holds it, never copied.
+//
+//   Q4_0  32 weights in 18 bytes: fp16 d, 16 bytes of nibbles (byte j holds
+//         weight j in its low nibble and weight j+16 in its high one);
+//         w = d * (q - 8).
+//   Q8_0  32 weights in 34 bytes: fp16 d, 32 int8; w = d * q.
+//   Q4_K  256 weights in 144 bytes: fp16 d, fp16 dmin, 12 bytes of eight
+//         6-bit (scale, min) pairs, 128 bytes of nibbles; sub-block s of 32
+//         weights: w = d * scale_s * q - dmin * min_s.
+//   Q5_K  256 in 176: as Q4_K plus 32 bytes holding each weight's fifth bit.
+//   Q6_K  256 in 210: 128 bytes of low nibbles, 64 of high 2-bit pairs,
+//         16 int8 scales (one per 16 weights), fp16 d; w = d * scale * (q - 32).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace prepack::cpu {
+
+// Numbered as ggml's type ids, so a GGUF tensor's type converts directly.
+enum class QuantType : uint8_t { kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14 };
+
+// The QuantType of a ggml type id, or nothing when prepack has no kernels for it.
+std::optional<QuantType> QuantTypeOfGgml(uint32_t ggml_type);
+const char* QuantTypeName(QuantType type);
+
+// Weights per block, and bytes per block.
+int64_t QuantBlockElems(QuantType type);
+int64_t QuantBlockBytes(QuantType type);
+// Bytes of one row of `k` weights (k a multiple of the block size).
+inline int64_t QuantRowBytes(QuantType type, int64_t k) { return k / QuantBlockElems(type) * QuantBlockBytes(type); }
+
+// Decodes `n` weights (a whole number of blocks) starting at `src`.
+void DequantizeQuantRow(QuantType type, const uint8_t* src, float* dst, int64_t n);
+
+// IEEE half to float (exact), as the block scales are stored.
+float HalfToFloat(uint16_t h);
+
+// The 6-bit scale and min of sub-block `j` (0..7) of a Q4_K/Q5_K block's
+// 12 packed bytes: sub-blocks 0-3 use the low 6 bits of bytes j and j+4;
+// 4-7 take their low 4 bits from byte j+4's nibbles and their top 2 from
+// the spare top bits of bytes j-4 and j.
+inline void KQuantScaleMin(const uint8_t* scales, int j, uint8_t* scale, uint8_t* min) {
+    if (j < 4) {
+        *scale = scales[j] & 63;
+        *min = scales[j + 4] & 63;
+    } else {
+        *scale = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4));
+        *min = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+    }
+}
+
+}  // namespace prepack::cpu

@@ -1,0 +1,344 @@
+// Per level (kernel_table.h): Y = X W^T for few rows of X (decode, batched
+// decode) on quantized weights, as integer dot products of the weight blocks
+// with the activations quantized to int8 (quant_acts.h). Memory-bound at one
+// row: a Q4_K weight is 4.5 bits read once; with more rows the unpacked
+// block is reused by up to kGroupRows activation rows from registers.
+//
+// At the AVX2 and AVX-512 levels the sums are vpmaddubsw (unsigned weight
+// nibbles or magnitudes times signed activations, pairs summed to int16,
+// never saturating for these ranges: 2 * 63 * 127 < 32767) and vpmaddwd
+// (pairs to int32, by the sub-block scale where there is one); the baseline
+// level runs the same arithmetic in scalar code. Offsets (Q4_0's -8, the
+// K-quants' mins, Q6_K's -32) come from the activations' block sums rather
+// than from the weights, once per block.
+#include <algorithm>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_acts.h"
+#include "kernels/cpu/quant_blocks.h"
+
+#include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
+
+PREPACK_ISA_BEGIN
+
+namespace {
+
+#if PREPACK_ISA_LEVEL == 2
+constexpr int kGroupRows = 8;   // 32 vector registers: 2 per row plus the unpacked block
+#else
+constexpr int kGroupRows = 4;
+#endif
+
+inline float LoadHalf(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, sizeof(h));
+#if PREPACK_ISA_LEVEL >= 1
+    return _cvtsh_ss(h);
+#else
+    return HalfToFloat(h);
+#endif
+}
+
+template <typename Act>
+inline const Act* ActRow(const uint8_t* acts, int64_t act_row_bytes, int i) {
+    return reinterpret_cast<const Act*>(acts + i * act_row_bytes);
+}
+
+#if PREPACK_ISA_LEVEL >= 1
+
+inline float HSum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 32 unsigned bytes times 32 signed bytes, summed in pairs (int16) then in
+// pairs again by `scale16` (int32 x 8).
+inline __m256i MulAddBytes(__m256i u, __m256i s, __m256i scale16) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16);
+}
+
+inline __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Q4_0: the 16 bytes of nibbles as 32 unsigned bytes in weight order.
+inline __m256i Nibbles32(const uint8_t* qs) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
+template <int MB>
+void DotsQ4_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[MB];
+    for (int i = 0; i < MB; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += 18) {
+        const float dw = LoadHalf(w);
+        const __m256i q = Nibbles32(w + 2);
+        for (int i = 0; i < MB; ++i) {
+            const ActBlock32& a = ActRow<ActBlock32>(acts, act_row_bytes, i)[b];
+            // The 8 lanes sum to sum(q a); each less sum(a) gives sum((q - 8) a).
+            const __m256i p = _mm256_sub_epi32(MulAddBytes(q, Load32(a.q), ones), _mm256_set1_epi32(a.sum));
+            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d), _mm256_cvtepi32_ps(p), acc[i]);
+        }
+    }
+    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]);
+}
+
+template <int MB>
+void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[MB];
+    for (int i = 0; i < MB; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += 34) {
+        const float dw = LoadHalf(w);
+        const __m256i q = Load32(w + 2);
+        const __m256i magnitude = _mm256_sign_epi8(q, q);   // |q| as unsigned; the sign moves to a
+        for (int i = 0; i < MB; ++i) {
+            const ActBlock32& a = ActRow<ActBlock32>(acts, act_row_bytes, i)[b];
+            const __m256i p = MulAddBytes(magnitude, _mm256_sign_epi8(Load32(a.q), q), ones);
+            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d), _mm256_cvtepi32_ps(p), acc[i]);
+        }
+    }
+    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]);
+}
+
+// Q4_K and Q5_K: the block's integer sum sum_s scale_s sum(q a) in int32
+// lanes, the mins' sum_s min_s sum(a) from the block sums.
+template <int MB, bool kFiveBits>
+void DotsQ45_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    constexpr int64_t kBytes = kFiveBits ? 176 : 144;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
+    __m256 acc[MB];
+    float mins[MB] = {};
+    for (int i = 0; i < MB; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += kBytes) {
+        const float d = LoadHalf(w), dmin = LoadHalf(w + 2);
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; ++j) KQuantScaleMin(w + 4, j, &sc[j], &mn[j]);
+        const uint8_t* qs = w + (kFiveBits ? 48 : 16);
+        __m256i high = kFiveBits ? Load32(w + 16) : _mm256_setzero_si256();
+        __m256i isum[MB];
+        for (int i = 0; i < MB; ++i) isum[i] = _mm256_setzero_si256();
+        for (int pair = 0; pair < 4; ++pair) {
+            const __m256i raw = Load32(qs + 32 * pair);
+            __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            if constexpr (kFiveBits) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(high, bit), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 1), bit), 4));
+                high = _mm256_srli_epi16(high, 2);
+            }
+            const __m256i s0 = _mm256_set1_epi16(sc[2 * pair]), s1 = _mm256_set1_epi16(sc[2 * pair + 1]);
+            for (int i = 0; i < MB; ++i) {
+                const int8_t* aq = ActRow<ActBlock256>(acts, act_row_bytes, i)[b].q + 64 * pair;
+                isum[i] = _mm256_add_epi32(isum[i], _mm256_add_epi32(MulAddBytes(lo, Load32(aq), s0),
+                                                                     MulAddBytes(hi, Load32(aq + 32), s1)));
+            }
+        }
+        for (int i = 0; i < MB; ++i) {
+            const ActBlock256& a = ActRow<ActBlock256>(acts, act_row_bytes, i)[b];
+            int32_t summ = 0;
+            for (int j = 0; j < 8; ++j) summ += mn[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(isum[i]), acc[i]);
+            mins[i] += dmin * a.d * static_cast<float>(summ);
+        }
+    }
+    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]) - mins[i];
+}
+
+template <int MB>
+void DotsQ6_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    __m256 acc[MB];
+    float offsets[MB] = {};
+    for (int i = 0; i < MB; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += 210) {
+        const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
+        const float d = LoadHalf(w + 208);
+        __m256i isum[MB];
+        for (int i = 0; i < MB; ++i) isum[i] = _mm256_setzero_si256();
+        for (int half = 0; half < 2; ++half) {
+            const __m256i ql0 = Load32(w + 64 * half), ql1 = Load32(w + 64 * half + 32);
+            const __m256i qh = Load32(w + 128 + 32 * half);
+            const auto top = [&](int shift) {
+                return _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(shift)), m2), 4);
+            };
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(ql0, m4), top(0)),
+                _mm256_or_si256(_mm256_and_si256(ql1, m4), top(2)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), top(4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), top(6)),
+            };
+            for (int t = 0; t < 4; ++t) {
+                // Weights 0-15 of the 32 take one scale, 16-31 the next.
+                const int s = 8 * half + 2 * t;
+                const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
+                for (int i = 0; i < MB; ++i) {
+                    const int8_t* aq = ActRow<ActBlock256>(acts, act_row_bytes, i)[b].q + 128 * half + 32 * t;
+                    isum[i] = _mm256_add_epi32(isum[i], MulAddBytes(q[t], Load32(aq), scale));
+                }
+            }
+        }
+        for (int i = 0; i < MB; ++i) {
+            const ActBlock256& a = ActRow<ActBlock256>(acts, act_row_bytes, i)[b];
+            int32_t off = 0;
+            for (int j = 0; j < 16; ++j) off += sc[j] * a.bsums[j];
+            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(isum[i]), acc[i]);
+            offsets[i] += d * a.d * static_cast<float>(32 * off);
+        }
+    }
+    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]) - offsets[i];
+}
+
+#else   // baseline: the same sums in scalar code
+
+template <int MB>
+void DotsQ4_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    for (int i = 0; i < MB; ++i) {
+        const ActBlock32* a = ActRow<ActBlock32>(acts, act_row_bytes, i);
+        float acc = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = w + 18 * b;
+            int32_t s = 0;
+            for (int j = 0; j < 16; ++j) s += (blk[2 + j] & 0x0F) * a[b].q[j] + (blk[2 + j] >> 4) * a[b].q[j + 16];
+            acc += LoadHalf(blk) * a[b].d * static_cast<float>(s - 8 * a[b].sum);
+        }
+        out[i] = acc;
+    }
+}
+
+template <int MB>
+void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    for (int i = 0; i < MB; ++i) {
+        const ActBlock32* a = ActRow<ActBlock32>(acts, act_row_bytes, i);
+        float acc = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = w + 34 * b;
+            const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+            int32_t s = 0;
+            for (int j = 0; j < 32; ++j) s += q[j] * a[b].q[j];
+            acc += LoadHalf(blk) * a[b].d * static_cast<float>(s);
+        }
+        out[i] = acc;
+    }
+}
+
+template <int MB, bool kFiveBits>
+void DotsQ45_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    constexpr int64_t kBytes = kFiveBits ? 176 : 144;
+    for (int i = 0; i < MB; ++i) {
+        const ActBlock256* a = ActRow<ActBlock256>(acts, act_row_bytes, i);
+        float acc = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = w + kBytes * b;
+            const uint8_t* qh = blk + 16;
+            const uint8_t* qs = blk + (kFiveBits ? 48 : 16);
+            int32_t sumi = 0, summ = 0;
+            for (int pair = 0; pair < 4; ++pair) {
+                uint8_t sc0, m0, sc1, m1;
+                KQuantScaleMin(blk + 4, 2 * pair, &sc0, &m0);
+                KQuantScaleMin(blk + 4, 2 * pair + 1, &sc1, &m1);
+                int32_t s0 = 0, s1 = 0;
+                for (int l = 0; l < 32; ++l) {
+                    int lo = qs[32 * pair + l] & 0x0F, hi = qs[32 * pair + l] >> 4;
+                    if (kFiveBits) {
+                        lo |= ((qh[l] >> (2 * pair)) & 1) << 4;
+                        hi |= ((qh[l] >> (2 * pair + 1)) & 1) << 4;
+                    }
+                    s0 += lo * a[b].q[64 * pair + l];
+                    s1 += hi * a[b].q[64 * pair + 32 + l];
+                }
+                sumi += sc0 * s0 + sc1 * s1;
+                summ += m0 * (a[b].bsums[4 * pair] + a[b].bsums[4 * pair + 1]) +
+                        m1 * (a[b].bsums[4 * pair + 2] + a[b].bsums[4 * pair + 3]);
+            }
+            acc += a[b].d * (LoadHalf(blk) * static_cast<float>(sumi) - LoadHalf(blk + 2) * static_cast<float>(summ));
+        }
+        out[i] = acc;
+    }
+}
+
+template <int MB>
+void DotsQ6_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    for (int i = 0; i < MB; ++i) {
+        const ActBlock256* a = ActRow<ActBlock256>(acts, act_row_bytes, i);
+        float acc = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = w + 210 * b;
+            const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+            int32_t sumi = 0;
+            for (int half = 0; half < 2; ++half) {
+                const uint8_t* ql = blk + 64 * half;
+                const uint8_t* qh = blk + 128 + 32 * half;
+                for (int t = 0; t < 4; ++t) {
+                    for (int l = 0; l < 32; ++l) {
+                        const uint8_t low = ql[l + 32 * (t & 1)];
+                        const int q = (t < 2 ? (low & 0x0F) : (low >> 4)) | (((qh[l] >> (2 * t)) & 3) << 4);
+                        sumi += sc[8 * half + 2 * t + l / 16] * q * a[b].q[128 * half + 32 * t + l];
+                    }
+                }
+            }
+            int32_t off = 0;
+            for (int j = 0; j < 16; ++j) off += sc[j] * a[b].bsums[j];
+            acc += LoadHalf(blk + 208) * a[b].d * static_cast<float>(sumi - 32 * off);
+        }
+        out[i] = acc;
+    }
+}
+
+#endif
+
+template <int MB>
+void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    switch (type) {
+        case QuantType::kQ4_0: return DotsQ4_0<MB>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ8_0: return DotsQ8_0<MB>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ4_K: return DotsQ45_K<MB, false>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ5_K: return DotsQ45_K<MB, true>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ6_K: return DotsQ6_K<MB>(w, acts, act_row_bytes, nb, out);
+    }
+}
+
+// The last group of fewer than kGroupRows rows, by its size.
+template <int MB = kGroupRows - 1>
+void DotsTail(int rows, QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb,
+              float* out) {
+    if constexpr (MB > 0) {
+        if (rows == MB) return Dots<MB>(type, w, acts, act_row_bytes, nb, out);
+        DotsTail<MB - 1>(rows, type, w, acts, act_row_bytes, nb, out);
+    }
+}
+
+}  // namespace
+
+void QuantLinear(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
+                 bool accumulate) {
+    const int64_t row_bytes = QuantRowBytes(w.type, k), act_row_bytes = ActRowBytes(w.type, k);
+    const int64_t nb = k / QuantBlockElems(w.type);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < w.rows; ++r) {
+        const uint8_t* wrow = w.data + r * row_bytes;
+        float dots[kGroupRows];
+        for (int64_t i0 = 0; i0 < m; i0 += kGroupRows) {
+            const int rows = static_cast<int>(std::min<int64_t>(kGroupRows, m - i0));
+            const uint8_t* a = acts + i0 * act_row_bytes;
+            if (rows == kGroupRows) {
+                Dots<kGroupRows>(w.type, wrow, a, act_row_bytes, nb, dots);
+            } else {
+                DotsTail(rows, w.type, wrow, a, act_row_bytes, nb, dots);
+            }
+            for (int i = 0; i < rows; ++i) {
+                float& out = y[(i0 + i) * ldy + r];
+                out = accumulate ? out + dots[i] : dots[i];
+            }
+        }
+    }
+}
+
+PREPACK_ISA_END

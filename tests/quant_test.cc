@@ -1,0 +1,298 @@
+// Quantized weights (kernels/cpu/quant_blocks.h, quant_linear.cpp):
+//  - each block type decodes to closed-form values, the blocks built here
+//    from ggml's layout description (not from our decoder);
+//  - the integer dot-product kernels of every level this CPU has equal the
+//    decoded weights times the f32 activations within the activations'
+//    int8 rounding (a bound computed from the data), and agree across levels;
+//  - a fused matrix of mixed types (Q4_K, Q4_K, Q6_K as in Q4_K_M files)
+//    gives the same product through the few-row and the many-row paths;
+//  - a file with types prepack cannot read names every such tensor.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/model/gguf.h"
+#include "kernels/cpu/cpu_level.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/quant_blocks.h"
+#include "tests/gguf_builder.h"
+
+namespace prepack {
+namespace {
+
+using cpu::QuantType;
+using test::GgufBuilder;
+
+void PutHalf(uint8_t* p, float x) {
+    const uint16_t h = Fp32ToFp16(x);
+    std::memcpy(p, &h, 2);
+}
+
+// ggml's get_scale_min_k4 packing, written the other way round: 6-bit scale
+// and min of sub-block j; j < 4 in the low bits of bytes j and j + 4, j >= 4
+// in byte j + 4's nibbles with their top two bits in bytes j - 4 and j.
+void PackScaleMins(const int sc[8], const int mn[8], uint8_t* scales) {
+    std::memset(scales, 0, 12);
+    for (int j = 0; j < 4; ++j) {
+        scales[j] = static_cast<uint8_t>(sc[j]);
+        scales[j + 4] = static_cast<uint8_t>(mn[j]);
+    }
+    for (int j = 4; j < 8; ++j) {
+        scales[j + 4] = static_cast<uint8_t>((sc[j] & 0x0F) | ((mn[j] & 0x0F) << 4));
+        scales[j - 4] |= static_cast<uint8_t>((sc[j] >> 4) << 6);
+        scales[j] |= static_cast<uint8_t>((mn[j] >> 4) << 6);
+    }
+}
+
+std::vector<float> Decode(QuantType type, const std::vector<uint8_t>& block) {
+    std::vector<float> y(cpu::QuantBlockElems(type));
+    cpu::DequantizeQuantRow(type, block.data(), y.data(), static_cast<int64_t>(y.size()));
+    return y;
+}
+
+TEST(QuantBlocks, Q4_0DecodesToDTimesNibbleMinus8) {
+    std::vector<uint8_t> b(18);
+    PutHalf(b.data(), 0.5f);
+    for (int j = 0; j < 16; ++j) b[2 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+    const std::vector<float> y = Decode(QuantType::kQ4_0, b);
+    for (int j = 0; j < 16; ++j) {
+        EXPECT_EQ(y[j], 0.5f * (j - 8)) << j;
+        EXPECT_EQ(y[j + 16], 0.5f * (15 - j - 8)) << j;
+    }
+}
+
+TEST(QuantBlocks, Q8_0DecodesToDTimesQ) {
+    std::vector<uint8_t> b(34);
+    PutHalf(b.data(), 0.25f);
+    for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(4 * j - 64));
+    const std::vector<float> y = Decode(QuantType::kQ8_0, b);
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], 0.25f * (4 * j - 64)) << j;
+}
+
+// Q4_K and Q5_K: y = d * scale_s * q - dmin * min_s over sub-blocks s of 32,
+// with scales and mins past 15 so the packed top bits matter.
+void CheckKQuant(bool five_bits) {
+    const QuantType type = five_bits ? QuantType::kQ5_K : QuantType::kQ4_K;
+    std::vector<uint8_t> b(five_bits ? 176 : 144, 0);
+    PutHalf(b.data(), 0.5f);
+    PutHalf(b.data() + 2, 0.25f);
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) {
+        sc[j] = 10 + 7 * j;   // 10 .. 59
+        mn[j] = 63 - 5 * j;   // 63 .. 28
+    }
+    PackScaleMins(sc, mn, b.data() + 4);
+    uint8_t* qh = b.data() + 16;
+    uint8_t* qs = b.data() + (five_bits ? 48 : 16);
+    auto q_of = [&](int s, int l) { return ((l + 3 * s) & 15) | (five_bits && (l + s) % 3 == 0 ? 16 : 0); };
+    for (int s = 0; s < 8; ++s) {
+        for (int l = 0; l < 32; ++l) {
+            const int q = q_of(s, l);
+            // Each 64 weights share 32 bytes: sub-block 2p in the low nibbles, 2p + 1 in the high.
+            qs[32 * (s / 2) + l] |= static_cast<uint8_t>((q & 15) << (s % 2 ? 4 : 0));
+            if (q & 16) qh[l] |= static_cast<uint8_t>(1 << s);
+        }
+    }
+    const std::vector<float> y = Decode(type, b);
+    for (int s = 0; s < 8; ++s) {
+        for (int l = 0; l < 32; ++l) {
+            EXPECT_FLOAT_EQ(y[32 * s + l], 0.5f * sc[s] * q_of(s, l) - 0.25f * mn[s]) << s << "," << l;
+        }
+    }
+}
+
+TEST(QuantBlocks, Q4_KDecodesToScaledNibblesLessScaledMins) { CheckKQuant(false); }
+TEST(QuantBlocks, Q5_KDecodesWithTheFifthBit) { CheckKQuant(true); }
+
+// Q6_K: y = d * scale[i / 16] * (q - 32); weight i = 128 h + 32 t + l keeps
+// its low 4 bits in ql[64 h + l + 32 (t % 2)] (the high nibble for t >= 2)
+// and its top 2 in bits 2t of qh[32 h + l].
+TEST(QuantBlocks, Q6_KDecodesToScaledSixBitValuesMinus32) {
+    std::vector<uint8_t> b(210, 0);
+    auto q_of = [](int i) { return (i * 7 + 5) & 63; };
+    for (int i = 0; i < 256; ++i) {
+        const int h = i / 128, t = (i % 128) / 32, l = i % 32, q = q_of(i);
+        b[64 * h + l + 32 * (t % 2)] |= static_cast<uint8_t>((q & 15) << (t >= 2 ? 4 : 0));
+        b[128 + 32 * h + l] |= static_cast<uint8_t>((q >> 4) << (2 * t));
+    }
+    for (int g = 0; g < 16; ++g) b[192 + g] = static_cast<uint8_t>(static_cast<int8_t>(3 * g - 20));
+    PutHalf(b.data() + 208, 0.125f);
+    const std::vector<float> y = Decode(QuantType::kQ6_K, b);
+    for (int i = 0; i < 256; ++i) EXPECT_EQ(y[i], 0.125f * (3 * (i / 16) - 20) * (q_of(i) - 32)) << i;
+}
+
+// Random blocks of `type`: every byte random, the fp16 scales set to sane
+// values (a random half could be inf or NaN).
+std::vector<uint8_t> RandomRows(QuantType type, int64_t rows, int64_t k, std::mt19937& rng) {
+    std::vector<uint8_t> w(static_cast<size_t>(rows * cpu::QuantRowBytes(type, k)));
+    for (uint8_t& x : w) x = static_cast<uint8_t>(rng());
+    std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+    const int64_t bytes = cpu::QuantBlockBytes(type);
+    for (size_t at = 0; at < w.size(); at += bytes) {
+        uint8_t* b = w.data() + at;
+        switch (type) {
+            case QuantType::kQ4_0:
+            case QuantType::kQ8_0: PutHalf(b, scale(rng)); break;
+            case QuantType::kQ4_K:
+            case QuantType::kQ5_K:
+                PutHalf(b, scale(rng));
+                PutHalf(b + 2, scale(rng));
+                break;
+            case QuantType::kQ6_K: PutHalf(b + 208, scale(rng)); break;
+        }
+    }
+    return w;
+}
+
+struct Product {
+    std::vector<double> y;           // decoded weights times the f32 activations, in double
+    std::vector<double> tol;         // what rounding the activations to int8 may change
+    std::vector<double> magnitude;   // sum |w x|: the scale of f32 summation error
+    std::vector<double> rounded;     // decoded weights times the activations rounded as the kernels do
+};
+
+// x rounded per block of `block` values to multiples of max|x| / 127.
+std::vector<float> RoundedActivations(const std::vector<float>& x, int block) {
+    std::vector<float> out(x.size());
+    for (size_t b0 = 0; b0 < x.size(); b0 += block) {
+        float amax = 0;
+        for (size_t j = b0; j < b0 + block; ++j) amax = std::max(amax, std::fabs(x[j]));
+        const float d = amax / 127.0f;
+        for (size_t j = b0; j < b0 + block; ++j) out[j] = d == 0 ? 0.0f : d * std::nearbyint(x[j] / d);
+    }
+    return out;
+}
+
+// The reference product and its error bound: each activation block of
+// `block` values is rounded to multiples of max|x| / 127, so each moves by at
+// most half of that; a weight w turns that into |w| times it.
+Product Reference(const cpu::Matrix& w, const std::vector<float>& x, int64_t m, int64_t n, int64_t k, int block) {
+    Product p{std::vector<double>(m * n), std::vector<double>(m * n), std::vector<double>(m * n),
+              std::vector<double>(m * n)};
+    const std::vector<float> xr = RoundedActivations(x, block);
+    std::vector<float> row(k);
+    for (int64_t r = 0; r < n; ++r) {
+        cpu::DecodeMatrixRow(w, r, k, row.data());
+        for (int64_t i = 0; i < m; ++i) {
+            double sum = 0, bound = 0, magnitude = 0, rounded = 0;
+            for (int64_t b0 = 0; b0 < k; b0 += block) {
+                double amax = 0, wsum = 0;
+                for (int64_t j = b0; j < b0 + block; ++j) {
+                    sum += double(row[j]) * x[i * k + j];
+                    magnitude += std::fabs(double(row[j]) * x[i * k + j]);
+                    rounded += double(row[j]) * xr[i * k + j];
+                    amax = std::max(amax, std::fabs(double(x[i * k + j])));
+                    wsum += std::fabs(double(row[j]));
+                }
+                bound += wsum * amax / 127.0 * 0.5;
+            }
+            p.y[i * n + r] = sum;
+            p.magnitude[i * n + r] = magnitude;
+            p.rounded[i * n + r] = rounded;
+            p.tol[i * n + r] = bound * 1.01 + 1e-6 * magnitude;   // and f32 summation
+        }
+    }
+    return p;
+}
+
+std::vector<cpu::CpuLevel> LevelsHere() {
+    std::vector<cpu::CpuLevel> levels;
+    for (cpu::CpuLevel l : {cpu::CpuLevel::kBaseline, cpu::CpuLevel::kAvx2, cpu::CpuLevel::kAvx512}) {
+        if (static_cast<int>(l) <= static_cast<int>(cpu::DetectedCpuLevel())) levels.push_back(l);
+    }
+    return levels;
+}
+
+class QuantLinearTest : public ::testing::TestWithParam<QuantType> {
+protected:
+    void TearDown() override { cpu::ForceCpuLevel(cpu::DetectedCpuLevel()); }
+};
+
+TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) {
+    const QuantType type = GetParam();
+    std::mt19937 rng(7);
+    const int64_t n = 37, k = 512;   // an odd row count; 2 super-blocks, 16 small blocks
+    const std::vector<uint8_t> data = RandomRows(type, n, k, rng);
+    cpu::Matrix w;
+    w.quant[0] = {type, data.data(), n};
+    w.n_quant = 1;
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 16}) {
+        std::vector<float> x(m * k);
+        for (float& v : x) v = normal(rng);
+        x[3] = 40.0f;   // an outlier: its block's scale is coarse, and the bound says so
+        const Product want = Reference(w, x, m, n, k, type == QuantType::kQ4_0 || type == QuantType::kQ8_0 ? 32 : 256);
+        std::vector<float> base;
+        for (cpu::CpuLevel level : LevelsHere()) {
+            ASSERT_TRUE(cpu::ForceCpuLevel(level));
+            std::vector<float> y(m * n, 1.0f);
+            cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/true);
+            for (int64_t i = 0; i < m * n; ++i) {
+                ASSERT_NEAR(y[i] - 1.0f, want.y[i], want.tol[i])
+                    << cpu::QuantTypeName(type) << " " << cpu::CpuLevelName(level) << " m=" << m << " at " << i;
+                // Sharper: exactly the product with the activations rounded as documented.
+                ASSERT_NEAR(y[i] - 1.0f, want.rounded[i], 2e-6 * want.magnitude[i] + 1e-6)
+                    << cpu::QuantTypeName(type) << " " << cpu::CpuLevelName(level) << " m=" << m << " at " << i;
+            }
+            // The integer sums are exact, so levels differ only in the order of f32 adds.
+            if (base.empty()) base = y;
+            for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(y[i], base[i], 1e-4f * (1 + std::fabs(base[i])));
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantLinearTest,
+                         ::testing::Values(QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ4_K, QuantType::kQ5_K,
+                                           QuantType::kQ6_K),
+                         [](const auto& info) { return std::string(cpu::QuantTypeName(info.param)); });
+
+// Q|K|V of a Q4_K_M file: two Q4_K slices and a Q6_K one. The many-row path
+// (decoded panels, f32 GEMM) is exact against the decoded weights; the
+// few-row path within the activation rounding.
+TEST(QuantLinear, MixedSlicesThroughBothPaths) {
+    std::mt19937 rng(11);
+    const int64_t k = 256, rows[3] = {64, 16, 16}, n = 96;
+    const QuantType types[3] = {QuantType::kQ4_K, QuantType::kQ4_K, QuantType::kQ6_K};
+    std::vector<std::vector<uint8_t>> data;
+    cpu::Matrix w;
+    for (int s = 0; s < 3; ++s) {
+        data.push_back(RandomRows(types[s], rows[s], k, rng));
+        w.quant[s] = {types[s], data.back().data(), rows[s]};
+    }
+    w.n_quant = 3;
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t m : {3, 40}) {
+        std::vector<float> x(m * k);
+        for (float& v : x) v = normal(rng);
+        const Product want = Reference(w, x, m, n, k, 256);
+        std::vector<float> y(m * n);
+        cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/false);
+        for (int64_t i = 0; i < m * n; ++i) {
+            const double tol = m > 16 ? 1e-6 * want.magnitude[i] : want.tol[i];
+            ASSERT_NEAR(y[i], want.y[i], tol) << "m=" << m << " at " << i;
+        }
+    }
+}
+
+TEST(QuantGguf, EveryTensorOfAnUnreadableTypeIsNamed) {
+    GgufBuilder b;
+    b.AddString("general.architecture", "llama");
+    // Q4_1 (3) and Q3_K (11): real types prepack has no kernels for.
+    b.AddTensorRaw("blk.0.attn_q.weight", {32, 2}, 3, std::vector<uint8_t>(2 * 20));
+    b.AddTensorF32("blk.0.attn_norm.weight", {4}, {1, 1, 1, 1});
+    b.AddTensorRaw("blk.1.ffn_down.weight", {256, 1}, 11, std::vector<uint8_t>(110));
+    auto f = GgufFile::FromBytes(b.Build());
+    ASSERT_FALSE(f.ok());
+    const std::string msg(f.status().message());
+    EXPECT_NE(msg.find("2 of 3 tensors"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'blk.0.attn_q.weight' (type 3, Q4_1)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'blk.1.ffn_down.weight' (type 11, Q3_K)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Q4_K"), std::string::npos) << "names what it does read: " << msg;
+}
+
+}  // namespace
+}  // namespace prepack
