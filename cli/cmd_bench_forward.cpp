@@ -64,6 +64,17 @@ absl::StatusOr<Ceilings> CpuCeilings(const ModelConfig& c, int32_t rows) {
     return x;
 }
 
+// Bytes of the weight matrices one decode step reads.
+uint64_t DecodeWeightBytes(const ModelWeights& w, const ModelConfig& c) {
+    uint64_t embedding = 0;   // read by one row per token unless it is also the output
+    if (!w.output.SameStorage(w.token_embd)) {
+        const cpu::Matrix& e = w.token_embd;
+        embedding = e.quantized() ? static_cast<uint64_t>(cpu::QuantRowBytes(e.quant[0].type, c.dim)) * c.vocab_size
+                                  : static_cast<uint64_t>(c.vocab_size) * c.dim * (e.bf16 != nullptr ? 2 : 4);
+    }
+    return w.ResidentBytes() - embedding;
+}
+
 absl::StatusOr<Ceilings> GpuCeilings() {
     PP_ASSIGN_OR_RETURN(const CudaModule* cuda, LoadCudaModule());
     Ceilings x;
@@ -95,9 +106,13 @@ int Run(const BenchForwardOptions& o) {
                  gpu ? "cuda" : absl::StrCat(NumThreads(), " CPU threads").c_str());
     absl::StatusOr<Ceilings> ceil = gpu ? GpuCeilings() : CpuCeilings(c, o.prompt_tokens);
     if (!ceil.ok()) return Fail(ceil.status());
-    const bool bf16 = model.weights().dtype == cpu::DType::kBf16;
-    // The ceiling of the arithmetic this model runs.
-    const double peak = bf16 ? ceil->peak_bf16 : ceil->peak_f32, bandwidth = ceil->bandwidth;
+    const ModelWeights& weights = model.weights();
+    const bool bf16 = weights.dtype == cpu::DType::kBf16;
+    // The ceiling of the arithmetic this model runs: quantized matrices are
+    // decoded to bf16 panels for many-row products where the CPU has native
+    // bf16 GEMM, to f32 otherwise.
+    const bool bf16_gemm = bf16 || (weights.AnyQuantized() && !gpu && cpu::HasNativeBf16Gemm());
+    const double peak = bf16_gemm ? ceil->peak_bf16 : ceil->peak_f32, bandwidth = ceil->bandwidth;
 
     std::fprintf(stderr, "bench forward: prefill of %d tokens x %d...\n", o.prompt_tokens, o.reps);
     auto prefill = [&] {
@@ -157,12 +172,16 @@ int Run(const BenchForwardOptions& o) {
                                  c.AttentionFlops(1) * n * (n + 1) / 2.0;
     const double prefill_gflops = prefill_flops / prefill_s / 1e9;
     const double decode_tps = decode_s > 0 ? o.decode_tokens / decode_s : 0.0;
-    // A batch-1 decode step reads every weight once (4 or 2 bytes each) and
-    // the sequence's K/V so far (the mean context over the decoded tokens).
+    // A batch-1 decode step reads every weight matrix once (as held: 4 or 2
+    // bytes a weight, or the quantized blocks; an untied embedding only by
+    // one row) and the sequence's K/V so far (the mean context over the
+    // decoded tokens).
     const cpu::DType kv_dtype = loaded->pool->dtype();
     const double mean_context = o.prompt_tokens + (o.decode_tokens - 1) / 2.0;
-    const double bytes_per_token =
-        static_cast<double>(c.MatmulParams()) * (bf16 ? 2.0 : 4.0) + mean_context * c.KvBytesPerToken(kv_dtype);
+    // (On the GPU quantized matrices are held decoded, in the model's dtype.)
+    const double weight_bytes = gpu ? static_cast<double>(c.MatmulParams()) * (bf16 ? 2.0 : 4.0)
+                                    : static_cast<double>(DecodeWeightBytes(weights, c));
+    const double bytes_per_token = weight_bytes + mean_context * c.KvBytesPerToken(kv_dtype);
     const double decode_gbps = decode_tps * bytes_per_token / 1e9;
     const double batch_tps = batch_s > 0 ? double(o.decode_batch) * o.decode_tokens / batch_s : 0.0;
 
@@ -188,6 +207,8 @@ int Run(const BenchForwardOptions& o) {
         {"decode_batch_tokens_per_s", batch_tps},
         {"decode_batch_speedup", decode_tps > 0 ? batch_tps / decode_tps : 0.0},
         {"dtype", cpu::DTypeName(model.weights().dtype)},
+        {"weights", weights.MatrixTypes()},
+        {"weight_resident_bytes", weights.ResidentBytes()},
         {"kv_dtype", cpu::DTypeName(kv_dtype)},
         {"device", o.common.device},
     };
@@ -201,8 +222,9 @@ int Run(const BenchForwardOptions& o) {
         std::printf("%s\n", j.dump().c_str());
         return 0;
     }
-    std::printf("model %s (%s, KV %s), %d threads, %d prompt tokens, %d decode tokens (median of %d)\n",
-                model.source().c_str(), cpu::DTypeName(model.weights().dtype), cpu::DTypeName(kv_dtype),
+    std::printf("model %s (%s, %.0f MiB; KV %s), %d threads, %d prompt tokens, %d decode tokens (median of %d)\n",
+                model.source().c_str(), weights.MatrixTypes().c_str(), weights.ResidentBytes() / 1048576.0,
+                cpu::DTypeName(kv_dtype),
                 NumThreads(), o.prompt_tokens,
                 o.decode_tokens, o.reps);
     std::printf("CPU kernels %s\n", cpu::KernelChoiceSummary().c_str());
@@ -210,7 +232,7 @@ int Run(const BenchForwardOptions& o) {
                 n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, peak);
     std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights + KV  (%.0f%% of read bandwidth %.1f GB/s)\n",
                 decode_tps, decode_gbps, 100.0 * decode_gbps / bandwidth, bandwidth);
-    if (!gpu) {
+    if (!gpu && !weights.AnyQuantized()) {
         std::printf("  f32 weights pre-packed in oneDNN's layout (%s): layer products %.2fx the engine's\n",
                     ceil->prepack_blocked ? "blocked" : "plain: nothing to pack", ceil->prepack_speedup);
     }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <set>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "core/model/gguf.h"
 #include "core/base/runtime.h"
 #include "kernels/cpu/bf16.h"
@@ -279,6 +281,23 @@ uint64_t WeightBytes(const ModelConfig& c, cpu::DType dtype) { return DenseBytes
 uint64_t ResidentWeightBytes(const GgufFile& file, const ModelConfig& c, cpu::DType dtype) {
     const QuantPlan plan = PlanQuantized(file, c);
     return DenseBytes(MakeLayout(c, dtype, plan.which)) + plan.bytes;
+}
+
+std::string ModelWeights::MatrixTypes() const {
+    std::set<std::string> quant;
+    bool dense = false;
+    auto note = [&](const cpu::Matrix& m) {
+        for (int s = 0; s < m.n_quant; ++s) quant.insert(cpu::QuantTypeName(m.quant[s].type));
+        dense |= !m.quantized();
+    };
+    note(token_embd);
+    note(output);
+    for (const LayerWeights& l : layers) {
+        for (const cpu::Matrix* m : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) note(*m);
+    }
+    std::string out = absl::StrJoin(quant, "+");
+    if (dense) absl::StrAppend(&out, out.empty() ? "" : "+", cpu::DTypeName(dtype));
+    return out;
 }
 
 uint64_t ModelWeights::ResidentBytes() const {

@@ -50,6 +50,10 @@ struct ModelWeights {
 
     // Bytes the weights occupy in memory: converted plus quantized.
     uint64_t ResidentBytes() const;
+    // What the matrices are held as, for reports: "f32", "bf16", or the
+    // quantized types present ("Q4_K+Q6_K"), with the dense dtype of the
+    // rest when some are not quantized ("Q8_0+f32").
+    std::string MatrixTypes() const;
     bool AnyQuantized() const { return quantized_bytes > 0; }
 };
 

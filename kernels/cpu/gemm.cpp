@@ -34,20 +34,17 @@ void WidenedLinear(const float* x, const uint16_t* w, float* y, int64_t m, int64
     }
 }
 
-// Native bf16: activations rounded to bf16, oneDNN's matmul (AVX-512 BF16 /
-// AMX kernels), f32 output, residual folded in with a sum post-op. oneDNN
-// caches the primitives by shape. False when oneDNN has no implementation
-// here (then the caller widens).
-bool OneDnnBf16Linear(const float* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k,
+// Native bf16: oneDNN's matmul (AVX-512 BF16 / AMX kernels) on bf16
+// activations, f32 output with rows `ldy` apart, the residual folded in with
+// a sum post-op. oneDNN caches the primitives by shape. False when oneDNN
+// has no implementation here (then the caller widens).
+bool OneDnnBf16Matmul(const uint16_t* xb, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k, int64_t ldy,
                       bool accumulate) {
     using dnnl::memory;
     static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    static thread_local std::vector<uint16_t> xb;
-    xb.resize(static_cast<size_t>(m * k));
-    F32ToBf16Row(x, xb.data(), xb.size());
     const memory::desc src({m, k}, memory::data_type::bf16, memory::dims{k, 1});
     const memory::desc wei({k, n}, memory::data_type::bf16, memory::dims{1, k});   // W^T of [n, k] row-major
-    const memory::desc dst({m, n}, memory::data_type::f32, memory::dims{n, 1});
+    const memory::desc dst({m, n}, memory::data_type::f32, memory::dims{ldy, 1});
     dnnl::primitive_attr attr;
     if (accumulate) {
         dnnl::post_ops ops;
@@ -57,7 +54,7 @@ bool OneDnnBf16Linear(const float* x, const uint16_t* w, float* y, int64_t m, in
     try {
         const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), attr, engine);
         dnnl::stream stream(engine);
-        dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, memory(src, engine, xb.data())},
+        dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, memory(src, engine, const_cast<uint16_t*>(xb))},
                                           {DNNL_ARG_WEIGHTS, memory(wei, engine, const_cast<uint16_t*>(w))},
                                           {DNNL_ARG_DST, memory(dst, engine, y)}});
         stream.wait();
@@ -65,6 +62,27 @@ bool OneDnnBf16Linear(const float* x, const uint16_t* w, float* y, int64_t m, in
         return false;
     }
     return true;
+}
+
+// The activations rounded to bf16 (one buffer per thread, reused).
+const uint16_t* Bf16Activations(const float* x, int64_t m, int64_t k) {
+    static thread_local std::vector<uint16_t> xb;
+    xb.resize(static_cast<size_t>(m * k));
+    F32ToBf16Row(x, xb.data(), xb.size());
+    return xb.data();
+}
+
+bool OneDnnBf16Linear(const float* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k,
+                      bool accumulate) {
+    return OneDnnBf16Matmul(Bf16Activations(x, m, k), w, y, m, n, k, n, accumulate);
+}
+
+enum class Bf16Path { kOneDnn, kWiden };
+
+// Chosen once; falls back to widening for good if oneDNN cannot run it.
+std::atomic<Bf16Path>& Bf16PathState() {
+    static std::atomic<Bf16Path> path{HasNativeBf16Gemm() ? Bf16Path::kOneDnn : Bf16Path::kWiden};
+    return path;
 }
 
 // Quantized weights, few rows: X quantized once per activation shape the
@@ -90,15 +108,23 @@ void SmallQuantLinear(const float* x, const Matrix& w, float* y, int64_t m, int6
     }
 }
 
-// Quantized weights, many rows (prefill): decode a panel of weight rows to
-// f32 (about 1 MiB, so it stays in L2 while sgemm reads it) and multiply it
-// there. The decoding is one pass over the panel, small next to the 2 * M
-// flops per weight of a many-row product.
+// Quantized weights, many rows (prefill): decode a panel of weight rows
+// (about 1 MiB, so it stays in L2 while the GEMM reads it) and multiply it
+// there: in bf16 through oneDNN where the CPU has native bf16 GEMM (twice
+// the f32 rate; the activations rounded to bf16 once per call), else in f32
+// through sgemm. The decoding is one pass over the panel, small next to the
+// 2 * M flops per weight of a many-row product.
 void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
-    const int64_t panel_rows = std::max<int64_t>((int64_t{1} << 18) / k / 16 * 16, 16);
+    const bool bf16 = Bf16PathState().load() == Bf16Path::kOneDnn;
+    const int64_t panel_rows = std::max<int64_t>((int64_t{1} << (bf16 ? 21 : 18)) / k / 16 * 16, 16);
     static thread_local std::vector<float> panel;
+    static thread_local std::vector<uint16_t> panel_bf16;
     panel.resize(static_cast<size_t>(panel_rows * k));
+    if (bf16) panel_bf16.resize(panel.size());
+    const uint16_t* xb = bf16 ? Bf16Activations(x, m, k) : nullptr;
+    // The calling thread's buffers (thread_local: the workers below have their own).
     float* dst = panel.data();
+    uint16_t* dst_bf16 = panel_bf16.data();
     int64_t col = 0;
     for (int s = 0; s < w.n_quant; ++s) {
         const QuantSlice& slice = w.quant[s];
@@ -108,19 +134,13 @@ void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int
 #pragma omp parallel for schedule(static)
             for (int64_t r = 0; r < rows; ++r) {
                 DequantizeQuantRow(slice.type, slice.data + (r0 + r) * row_bytes, dst + r * k, k);
+                if (bf16) F32ToBf16Row(dst + r * k, dst_bf16 + r * k, static_cast<size_t>(k));
             }
+            if (bf16 && OneDnnBf16Matmul(xb, dst_bf16, y + col + r0, m, rows, k, n, accumulate)) continue;
             dnnl_sgemm('N', 'T', m, rows, k, 1.0f, x, k, dst, k, accumulate ? 1.0f : 0.0f, y + col + r0, n);
         }
         col += slice.rows;
     }
-}
-
-enum class Bf16Path { kOneDnn, kWiden };
-
-// Chosen once; falls back to widening for good if oneDNN cannot run it.
-std::atomic<Bf16Path>& Bf16PathState() {
-    static std::atomic<Bf16Path> path{HasNativeBf16Gemm() ? Bf16Path::kOneDnn : Bf16Path::kWiden};
-    return path;
 }
 
 }  // namespace

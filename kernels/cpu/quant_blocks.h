@@ -54,4 +54,20 @@ inline void KQuantScaleMin(const uint8_t* scales, int j, uint8_t* scale, uint8_t
     }
 }
 
+// All eight scales and mins of a Q4_K/Q5_K block at once, the same packing
+// read four bytes at a time (the per-sub-block function above costs a
+// dozen scalar operations per value, a fifth of a one-row dot product).
+inline void KQuantScalesMins(const uint8_t* scales, uint8_t sc[8], uint8_t mn[8]) {
+    uint32_t u[3];
+    __builtin_memcpy(u, scales, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    const uint32_t s_lo = u[0] & low6, m_lo = u[1] & low6;
+    const uint32_t s_hi = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
+    const uint32_t m_hi = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
+    __builtin_memcpy(sc, &s_lo, 4);
+    __builtin_memcpy(sc + 4, &s_hi, 4);
+    __builtin_memcpy(mn, &m_lo, 4);
+    __builtin_memcpy(mn + 4, &m_hi, 4);
+}
+
 }  // namespace prepack::cpu

@@ -15,6 +15,10 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics fill upper halves from _mm512_undefined_*(),
+// which -W(maybe-)uninitialized reports in every caller (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 #endif
 
@@ -110,18 +114,21 @@ void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
 }
 
 // Q4_K and Q5_K: the block's integer sum sum_s scale_s sum(q a) in int32
-// lanes, the mins' sum_s min_s sum(a) from the block sums.
+// lanes, the mins' sum_s min_s sum(a) from the block sums (as vectors too:
+// a scalar epilogue per block and row took a third of batched decode).
 template <int MB, bool kFiveBits>
 void DotsQ45_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     constexpr int64_t kBytes = kFiveBits ? 176 : 144;
     const __m256i m4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
     __m256 acc[MB];
-    float mins[MB] = {};
     for (int i = 0; i < MB; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += kBytes) {
         const float d = LoadHalf(w), dmin = LoadHalf(w + 2);
-        uint8_t sc[8], mn[8];
-        for (int j = 0; j < 8; ++j) KQuantScaleMin(w + 4, j, &sc[j], &mn[j]);
+        alignas(16) uint8_t sc[16], mn[16];
+        KQuantScalesMins(w + 4, sc, mn);
+        // Each min twice, as int16, against the 16 block sums of 16 activations.
+        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+        const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
         const uint8_t* qs = w + (kFiveBits ? 48 : 16);
         __m256i high = kFiveBits ? Load32(w + 16) : _mm256_setzero_si256();
         __m256i isum[MB];
@@ -143,24 +150,26 @@ void DotsQ45_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int
         }
         for (int i = 0; i < MB; ++i) {
             const ActBlock256& a = ActRow<ActBlock256>(acts, act_row_bytes, i)[b];
-            int32_t summ = 0;
-            for (int j = 0; j < 8; ++j) summ += mn[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+            const __m256i msum = _mm256_madd_epi16(Load32(a.bsums), mins16);
             acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(isum[i]), acc[i]);
-            mins[i] += dmin * a.d * static_cast<float>(summ);
+            acc[i] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * a.d), _mm256_cvtepi32_ps(msum), acc[i]);
         }
     }
-    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]) - mins[i];
+    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]);
 }
 
 template <int MB>
 void DotsQ6_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
     __m256 acc[MB];
-    float offsets[MB] = {};
     for (int i = 0; i < MB; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += 210) {
         const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
         const float d = LoadHalf(w + 208);
+        // The 16 scales as int16 times 32: the "- 32" of every weight,
+        // taken from the block sums of 16 activations.
+        const __m256i scales32 =
+            _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc))), 5);
         __m256i isum[MB];
         for (int i = 0; i < MB; ++i) isum[i] = _mm256_setzero_si256();
         for (int half = 0; half < 2; ++half) {
@@ -187,14 +196,121 @@ void DotsQ6_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
         }
         for (int i = 0; i < MB; ++i) {
             const ActBlock256& a = ActRow<ActBlock256>(acts, act_row_bytes, i)[b];
-            int32_t off = 0;
-            for (int j = 0; j < 16; ++j) off += sc[j] * a.bsums[j];
-            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(isum[i]), acc[i]);
-            offsets[i] += d * a.d * static_cast<float>(32 * off);
+            const __m256i offset = _mm256_madd_epi16(Load32(a.bsums), scales32);
+            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[i], offset)),
+                                     acc[i]);
         }
     }
-    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]) - offsets[i];
+    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]);
 }
+
+#if PREPACK_ISA_LEVEL == 2
+// AVX-512 (BW): the K-quant kernels on 64 bytes at a time, two sub-blocks
+// (Q4_K/Q5_K) or two 32-weight groups (Q6_K) per instruction, which halves
+// the instructions per weight of the 256-bit ones: one-row decode is bound
+// by them, not by memory, on a 2-core machine.
+
+// Sixteen int16 lanes of `lo` then sixteen of `hi`. (Masked moves rather
+// than 256-bit inserts and broadcasts, whose undefined upper halves GCC 12
+// warns about.)
+inline __m512i Pair16(int16_t lo, int16_t hi) {
+    return _mm512_mask_mov_epi16(_mm512_set1_epi16(lo), 0xFFFF0000u, _mm512_set1_epi16(hi));
+}
+
+// 32 bytes in both halves, the lower half shifted right by `lo_shift` bits
+// (per 16-bit lane) and the upper by `hi_shift`.
+inline __m512i BothHalves(__m256i v, int lo_shift, int hi_shift) {
+    const __m512i z = _mm512_zextsi256_si512(v);
+    return _mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, 0x44), Pair16(static_cast<int16_t>(lo_shift),
+                                                                     static_cast<int16_t>(hi_shift)));
+}
+
+template <int MB, bool kFiveBits>
+void DotsQ45_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    constexpr int64_t kBytes = kFiveBits ? 176 : 144;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), bit = _mm512_set1_epi8(1);
+    __m512 acc[MB];
+    for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += kBytes) {
+        const float d = LoadHalf(w), dmin = LoadHalf(w + 2);
+        alignas(16) uint8_t sc[16], mn[16];
+        KQuantScalesMins(w + 4, sc, mn);
+        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+        const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        const uint8_t* qs = w + (kFiveBits ? 48 : 16);
+        const __m256i high = kFiveBits ? Load32(w + 16) : _mm256_setzero_si256();
+        __m512i isum[MB];
+        for (int i = 0; i < MB; ++i) isum[i] = _mm512_setzero_si512();
+        for (int pair = 0; pair < 4; ++pair) {
+            // Sub-block 2p in the low nibbles (lower half), 2p + 1 in the high.
+            __m512i q = _mm512_and_si512(BothHalves(Load32(qs + 32 * pair), 0, 4), m4);
+            if constexpr (kFiveBits) {
+                q = _mm512_or_si512(q, _mm512_slli_epi16(_mm512_and_si512(BothHalves(high, 2 * pair, 2 * pair + 1), bit), 4));
+            }
+            const __m512i scale = Pair16(sc[2 * pair], sc[2 * pair + 1]);
+            for (int i = 0; i < MB; ++i) {
+                const int8_t* aq = ActRow<ActBlock256>(acts, act_row_bytes, i)[b].q + 64 * pair;
+                isum[i] = _mm512_add_epi32(isum[i], _mm512_madd_epi16(_mm512_maddubs_epi16(q, _mm512_loadu_si512(aq)), scale));
+            }
+        }
+        for (int i = 0; i < MB; ++i) {
+            const ActBlock256& a = ActRow<ActBlock256>(acts, act_row_bytes, i)[b];
+            const __m256i msum = _mm256_madd_epi16(Load32(a.bsums), mins16);
+            acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(d * a.d), _mm512_cvtepi32_ps(isum[i]), acc[i]);
+            acc[i] = _mm512_fnmadd_ps(_mm512_set1_ps(dmin * a.d), _mm512_zextps256_ps512(_mm256_cvtepi32_ps(msum)), acc[i]);
+        }
+    }
+    for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]);
+}
+
+template <int MB>
+void DotsQ6_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(3);
+    // Lane j of the 32 int16 scale lanes of group g (weights 64 g .. 64 g + 63
+    // of a half) takes scale 4 g + j / 8 of the half's eight.
+    alignas(64) static const uint16_t kScaleIndex[2][32] = {
+        {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+        {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
+    const __m512i index0 = _mm512_load_si512(kScaleIndex[0]), index1 = _mm512_load_si512(kScaleIndex[1]);
+    __m512 acc[MB];
+    for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += 210) {
+        const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
+        const float d = LoadHalf(w + 208);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+        const __m256i scales32 = _mm256_slli_epi16(sc16, 5);
+        __m512i isum[MB];
+        for (int i = 0; i < MB; ++i) isum[i] = _mm512_setzero_si512();
+        for (int half = 0; half < 2; ++half) {
+            const __m512i low = _mm512_loadu_si512(w + 64 * half);   // ql: weights l and l + 32 of each 64
+            const __m256i qh = Load32(w + 128 + 32 * half);
+            const __m512i q01 = _mm512_or_si512(_mm512_and_si512(low, m4),
+                                                _mm512_slli_epi16(_mm512_and_si512(BothHalves(qh, 0, 2), m2), 4));
+            const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(low, 4), m4),
+                                                _mm512_slli_epi16(_mm512_and_si512(BothHalves(qh, 4, 6), m2), 4));
+            // The half's eight scales, from lane 8 half of the 16.
+            const __m512i half_scales = _mm512_zextsi256_si512(
+                half == 0 ? sc16 : _mm256_permute2x128_si256(sc16, sc16, 0x11));
+            const __m512i s01 = _mm512_permutexvar_epi16(index0, half_scales);
+            const __m512i s23 = _mm512_permutexvar_epi16(index1, half_scales);
+            for (int i = 0; i < MB; ++i) {
+                const int8_t* aq = ActRow<ActBlock256>(acts, act_row_bytes, i)[b].q + 128 * half;
+                isum[i] = _mm512_add_epi32(isum[i], _mm512_madd_epi16(_mm512_maddubs_epi16(q01, _mm512_loadu_si512(aq)), s01));
+                isum[i] = _mm512_add_epi32(isum[i],
+                                           _mm512_madd_epi16(_mm512_maddubs_epi16(q23, _mm512_loadu_si512(aq + 64)), s23));
+            }
+        }
+        for (int i = 0; i < MB; ++i) {
+            const ActBlock256& a = ActRow<ActBlock256>(acts, act_row_bytes, i)[b];
+            const __m256i offset = _mm256_madd_epi16(Load32(a.bsums), scales32);
+            const __m512 scale = _mm512_set1_ps(d * a.d);
+            acc[i] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(isum[i]), acc[i]);
+            acc[i] = _mm512_fnmadd_ps(scale, _mm512_zextps256_ps512(_mm256_cvtepi32_ps(offset)), acc[i]);
+        }
+    }
+    for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]);
+}
+#endif
 
 #else   // baseline: the same sums in scalar code
 
@@ -299,9 +415,15 @@ void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row
     switch (type) {
         case QuantType::kQ4_0: return DotsQ4_0<MB>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ8_0: return DotsQ8_0<MB>(w, acts, act_row_bytes, nb, out);
+#if PREPACK_ISA_LEVEL == 2
+        case QuantType::kQ4_K: return DotsQ45_K512<MB, false>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ5_K: return DotsQ45_K512<MB, true>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ6_K: return DotsQ6_K512<MB>(w, acts, act_row_bytes, nb, out);
+#else
         case QuantType::kQ4_K: return DotsQ45_K<MB, false>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ5_K: return DotsQ45_K<MB, true>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ6_K: return DotsQ6_K<MB>(w, acts, act_row_bytes, nb, out);
+#endif
     }
 }
 
