@@ -2,7 +2,7 @@
 """Writes the seed corpus in fuzz/corpus/<target>/ (committed; rerun only to
 change it). Seeds are small valid inputs of each kind, so the fuzzers start
 past the format checks: GGUF files (metadata of every type, a one-layer
-llama model with its tokenizer, F16/BF16/Q8_0 tensors), tokenizer text,
+llama model with its tokenizer, F16/BF16/Q4_0/Q8_0/K-quant tensors), tokenizer text,
 C ABI call programs, and GenerateRequest protobuf messages (encoded by
 `protoc --encode`, which must be on PATH)."""
 import os
@@ -23,7 +23,7 @@ def write(target, name, data):
 
 # ---- GGUF ------------------------------------------------------------------
 T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR, T_U64, T_I64, T_F64 = range(13)
-F32, F16, Q8_0, BF16 = 0, 1, 8, 30
+F32, F16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16 = 0, 1, 2, 8, 12, 13, 14, 30
 
 
 def gstr(s):
@@ -121,10 +121,18 @@ def every_type():
 
 def quantized():
     q8 = struct.pack("<e", 0.5) + bytes(range(32))          # one Q8_0 block: fp16 scale + 32 int8
+    q4 = struct.pack("<e", 0.25) + bytes(range(16))         # one Q4_0 block: fp16 scale + 16 bytes of nibbles
+    # One block each of the K-quants (256 weights): fp16 d and dmin, packed
+    # 6-bit scales and mins, (Q5_K: fifth bits), nibbles; Q6_K: low nibbles,
+    # high bit pairs, int8 scales, fp16 d.
+    q4k = struct.pack("<2e", 0.5, 0.25) + bytes(range(12)) + bytes(range(128))
+    q5k = struct.pack("<2e", 0.5, 0.25) + bytes(range(12)) + bytes(range(32)) + bytes(range(128))
+    q6k = bytes(range(128)) + bytes(range(64)) + bytes(range(16)) + struct.pack("<e", 0.125)
     bf16 = b"".join(struct.pack("<H", x) for x in (0x3F80, 0xC000, 0x7F80, 0x7FC0))
     f16 = struct.pack("<4e", 1.0, -2.0, 65504.0, 0.0)
     return gguf([kv("general.architecture", T_STR, gstr("llama"))],
-                [("q", [32], Q8_0, q8), ("b", [4], BF16, bf16), ("h", [2, 2], F16, f16)], version=2)
+                [("q", [32], Q8_0, q8), ("q4", [32], Q4_0, q4), ("k4", [256], Q4_K, q4k), ("k5", [256], Q5_K, q5k),
+                 ("k6", [256], Q6_K, q6k), ("b", [4], BF16, bf16), ("h", [2, 2], F16, f16)], version=2)
 
 
 write("fuzz_gguf", "header_only", gguf([], []))

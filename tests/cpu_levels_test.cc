@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/forward/cpu_pass.h"
 #include "core/model/model.h"
 #include "kernels/cpu/cpu_level.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_table.h"
 #include "tests/test_util.h"
 
@@ -66,7 +68,9 @@ Run Greedy(const Model& model, int n_prompt, int n_decode) {
     return run;
 }
 
-void ExpectEveryLevelAgrees(const Model& model, const char* what, double tolerance) {
+// `decode_tolerance`: for the steps after the prompt, when they differ from
+// `tolerance` (quantized weights, below).
+void ExpectEveryLevelAgrees(const Model& model, const char* what, double tolerance, double decode_tolerance = -1) {
     const std::vector<CpuLevel> levels = LevelsHere();
     ASSERT_TRUE(cpu::ForceCpuLevel(CpuLevel::kBaseline));
     ASSERT_EQ(cpu::ActiveKernels().level, CpuLevel::kBaseline);
@@ -80,7 +84,7 @@ void ExpectEveryLevelAgrees(const Model& model, const char* what, double toleran
         for (size_t s = 0; s < base.logits.size(); ++s) {
             ASSERT_EQ(run.logits[s].size(), base.logits[s].size());
             EXPECT_LT(testing::MaxRelDiff(run.logits[s].data(), base.logits[s].data(), base.logits[s].size()),
-                      tolerance)
+                      s > 0 && decode_tolerance >= 0 ? decode_tolerance : tolerance)
                 << what << " at " << cpu::CpuLevelName(level) << ", step " << s;
         }
     }
@@ -102,11 +106,17 @@ TEST(CpuLevels, NoLevelAboveTheCpuCanBeForced) {
 
 TEST(CpuLevels, StoriesF32AndBf16AgreeAtEveryLevel) {
     PREPACK_REQUIRE_STORIES();
+    // Our kernels are compared, so bf16 prefill widens to f32 here: oneDNN's
+    // native bf16 matmul (AVX-512 BF16 CPUs) rounds the activations to bf16,
+    // which turns the levels' last-bit f32 differences into bf16 ulps (1e-2).
+    const std::string bf16_path = cpu::Bf16GemmPath();
+    ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));
     for (cpu::DType dtype : {cpu::DType::kF32, cpu::DType::kBf16}) {
         auto model = Model::Load(testing::StoriesDir() + "/stories260K.gguf", dtype);
         ASSERT_TRUE(model.ok()) << model.status();
         ExpectEveryLevelAgrees(**model, dtype == cpu::DType::kF32 ? "stories260K f32" : "stories260K bf16", 1e-4);
     }
+    cpu::SetBf16GemmPath(bf16_path.c_str());
     cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
 }
 
@@ -121,6 +131,30 @@ TEST(CpuLevels, ModelFamilyPartsAgreeAtEveryLevel) {
     auto model = Model::FromConfig(c, 7);
     ASSERT_TRUE(model.ok()) << model.status();
     ExpectEveryLevelAgrees(**model, "qwen-like 72-dim", 1e-4);
+    cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
+}
+
+// Quantized weights kept quantized (Q4_K and Q6_K in one Q4_K_M file; Q4_0):
+// the int8 dot products of each level (scalar, 256-bit, 512-bit) and the
+// decoded panels of the prompt give the same tokens, and the prompt's logits
+// within 1e-4. The decode steps' integer sums are exact at every level
+// (quant_test), but the activations are rounded to int8 after f32 kernels
+// whose last bits differ between levels; now and then a value lands on the
+// other side of a rounding boundary, and on these random weights that moves
+// the next logits by up to ~0.15 relative (seen once in 12 steps of the
+// Q4_K_M file, at the 9th), as llama.cpp's own runs differ by that much.
+TEST(CpuLevels, QuantizedFilesAgreeAtEveryLevel) {
+    const std::string bf16_path = cpu::Bf16GemmPath();   // decoded panels in f32, as above
+    ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));
+    for (const char* name : {"llama32-bpe-Q4_K_M.gguf", "llama-spm-gqa-Q4_0.gguf"}) {
+        const std::string path = testing::ModelsDir() + "/realshape/" + name;
+        if (!testing::FileExists(path)) GTEST_SKIP() << "no " << path;
+        auto model = Model::Load(path);
+        ASSERT_TRUE(model.ok()) << model.status();
+        ASSERT_TRUE((*model)->weights().AnyQuantized());
+        ExpectEveryLevelAgrees(**model, name, 1e-4, 0.25);
+    }
+    cpu::SetBf16GemmPath(bf16_path.c_str());
     cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
 }
 
