@@ -1,6 +1,8 @@
 #include "cli/bench_util.h"
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -126,5 +128,16 @@ PrepackProbe MeasurePrepackedWeights(int64_t m, int64_t n, int64_t k, int reps) 
     });
     return p;
 }
+
+uint64_t PeakRssBytes() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;   // "VmHWM:  123 kB"
+    }
+    return 0;
+}
+
+void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace prepack::cli

@@ -37,5 +37,11 @@ struct PrepackProbe {
 };
 PrepackProbe MeasurePrepackedWeights(int64_t m, int64_t n, int64_t k, int reps = 7);
 
+// This process's peak resident memory (VmHWM) in bytes, 0 where unknown; and
+// setting the peak back to what is resident now (Linux clear_refs 5), so that
+// the buffers of the ceilings above, freed again, do not count as the model's.
+uint64_t PeakRssBytes();
+void ResetPeakRss();
+
 
 }  // namespace prepack::cli

@@ -106,6 +106,7 @@ int Run(const BenchForwardOptions& o) {
                  gpu ? "cuda" : absl::StrCat(NumThreads(), " CPU threads").c_str());
     absl::StatusOr<Ceilings> ceil = gpu ? GpuCeilings() : CpuCeilings(c, o.prompt_tokens);
     if (!ceil.ok()) return Fail(ceil.status());
+    ResetPeakRss();   // from here on the peak is the model's: weights, KV cache, activations
     const ModelWeights& weights = model.weights();
     const bool bf16 = weights.dtype == cpu::DType::kBf16;
     // The ceiling of the arithmetic this model runs: quantized matrices are
@@ -209,6 +210,7 @@ int Run(const BenchForwardOptions& o) {
         {"dtype", cpu::DTypeName(model.weights().dtype)},
         {"weights", weights.MatrixTypes()},
         {"weight_resident_bytes", weights.ResidentBytes()},
+        {"peak_rss_bytes", PeakRssBytes()},
         {"kv_dtype", cpu::DTypeName(kv_dtype)},
         {"device", o.common.device},
     };
@@ -239,6 +241,8 @@ int Run(const BenchForwardOptions& o) {
     if (batch_tps > 0) {
         std::printf("  decode x%-3d %9.1f tokens/s  (%.2fx batch 1)\n", o.decode_batch, batch_tps, batch_tps / decode_tps);
     }
+    std::printf("  peak resident memory %.0f MiB while running (weights %.0f MiB, the rest KV cache and activations)\n",
+                j["peak_rss_bytes"].get<uint64_t>() / 1048576.0, weights.ResidentBytes() / 1048576.0);
     return 0;
 }
 

@@ -263,6 +263,33 @@ void DotsQ45_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, 
     for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]);
 }
 
+// Q8_0: two blocks per instruction, each half with its own scale. AVX-512
+// has no vpsignb: the activations take the weights' signs by a masked
+// negation instead.
+template <int MB>
+void DotsQ8_0512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    const __m512i ones = _mm512_set1_epi16(1), zero = _mm512_setzero_si512();
+    __m512 acc[MB];
+    for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, w += 68) {
+        const float d0 = LoadHalf(w), d1 = LoadHalf(w + 34);
+        const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(Load32(w + 2)), Load32(w + 36), 1);
+        const __m512i magnitude = _mm512_abs_epi8(q);
+        const __mmask64 negative = _mm512_movepi8_mask(q);
+        for (int i = 0; i < MB; ++i) {
+            const ActBlock32* a = ActRow<ActBlock32>(acts, act_row_bytes, i) + b;
+            const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(Load32(a[0].q)), Load32(a[1].q), 1);
+            const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(magnitude, _mm512_mask_sub_epi8(x, negative, zero, x)), ones);
+            const __m512 scale = _mm512_mask_mov_ps(_mm512_set1_ps(d0 * a[0].d), 0xFF00, _mm512_set1_ps(d1 * a[1].d));
+            acc[i] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(p), acc[i]);
+        }
+    }
+    float tail[MB] = {};
+    if (b < nb) DotsQ8_0<MB>(w, acts + b * static_cast<int64_t>(sizeof(ActBlock32)), act_row_bytes, nb - b, tail);
+    for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]) + tail[i];
+}
+
 template <int MB>
 void DotsQ6_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(3);
@@ -414,8 +441,8 @@ template <int MB>
 void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     switch (type) {
         case QuantType::kQ4_0: return DotsQ4_0<MB>(w, acts, act_row_bytes, nb, out);
-        case QuantType::kQ8_0: return DotsQ8_0<MB>(w, acts, act_row_bytes, nb, out);
 #if PREPACK_ISA_LEVEL == 2
+        case QuantType::kQ8_0: return DotsQ8_0512<MB>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ4_K: return DotsQ45_K512<MB, false>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ5_K: return DotsQ45_K512<MB, true>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ6_K: return DotsQ6_K512<MB>(w, acts, act_row_bytes, nb, out);
@@ -423,6 +450,7 @@ void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row
         case QuantType::kQ4_K: return DotsQ45_K<MB, false>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ5_K: return DotsQ45_K<MB, true>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ6_K: return DotsQ6_K<MB>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ8_0: return DotsQ8_0<MB>(w, acts, act_row_bytes, nb, out);
 #endif
     }
 }
