@@ -24,11 +24,11 @@ namespace {
 
 using cpu::CpuLevel;
 
-// The distinct kernel tables up to the detected level (avx512-bf16 shares
-// avx512's kernels).
+// Every level up to the detected one (avx512-bf16 shares avx512's table but
+// has its own Q8_0 kernel, AVX-512 VNNI).
 std::vector<CpuLevel> LevelsHere() {
     std::vector<CpuLevel> levels;
-    for (CpuLevel l : {CpuLevel::kBaseline, CpuLevel::kAvx2, CpuLevel::kAvx512}) {
+    for (CpuLevel l : {CpuLevel::kBaseline, CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Bf16}) {
         if (static_cast<int>(l) <= static_cast<int>(cpu::DetectedCpuLevel())) levels.push_back(l);
     }
     return levels;
@@ -78,7 +78,7 @@ void ExpectEveryLevelAgrees(const Model& model, const char* what, double toleran
     for (CpuLevel level : levels) {
         if (level == CpuLevel::kBaseline) continue;
         ASSERT_TRUE(cpu::ForceCpuLevel(level));
-        ASSERT_EQ(cpu::ActiveKernels().level, level) << "the forced level's own table runs";
+        ASSERT_EQ(cpu::ActiveCpuLevel(), level) << "the forced level runs";
         const Run run = Greedy(model, 40, 12);
         EXPECT_EQ(run.tokens, base.tokens) << what << " at " << cpu::CpuLevelName(level);
         for (size_t s = 0; s < base.logits.size(); ++s) {
@@ -134,7 +134,7 @@ TEST(CpuLevels, ModelFamilyPartsAgreeAtEveryLevel) {
     cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
 }
 
-// Quantized weights kept quantized (Q4_K and Q6_K in one Q4_K_M file; Q4_0):
+// Quantized weights kept quantized (Q4_K and Q6_K in one Q4_K_M file; Q4_0; Q8_0):
 // the int8 dot products of each level (scalar, 256-bit, 512-bit) and the
 // decoded panels of the prompt give the same tokens, and the prompt's logits
 // within 1e-4. The decode steps' integer sums are exact at every level
@@ -146,7 +146,7 @@ TEST(CpuLevels, ModelFamilyPartsAgreeAtEveryLevel) {
 TEST(CpuLevels, QuantizedFilesAgreeAtEveryLevel) {
     const std::string bf16_path = cpu::Bf16GemmPath();   // decoded panels in f32, as above
     ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));
-    for (const char* name : {"llama32-bpe-Q4_K_M.gguf", "llama-spm-gqa-Q4_0.gguf"}) {
+    for (const char* name : {"llama32-bpe-Q4_K_M.gguf", "llama-spm-gqa-Q4_0.gguf", "llama-spm-gqa-Q8_0.gguf"}) {
         const std::string path = testing::ModelsDir() + "/realshape/" + name;
         if (!testing::FileExists(path)) GTEST_SKIP() << "no " << path;
         auto model = Model::Load(path);

@@ -199,9 +199,11 @@ Product Reference(const cpu::Matrix& w, const std::vector<float>& x, int64_t m, 
     return p;
 }
 
+// Every level: avx512-bf16 has its own Q8_0 kernel (AVX-512 VNNI).
 std::vector<cpu::CpuLevel> LevelsHere() {
     std::vector<cpu::CpuLevel> levels;
-    for (cpu::CpuLevel l : {cpu::CpuLevel::kBaseline, cpu::CpuLevel::kAvx2, cpu::CpuLevel::kAvx512}) {
+    for (cpu::CpuLevel l : {cpu::CpuLevel::kBaseline, cpu::CpuLevel::kAvx2, cpu::CpuLevel::kAvx512,
+                            cpu::CpuLevel::kAvx512Bf16}) {
         if (static_cast<int>(l) <= static_cast<int>(cpu::DetectedCpuLevel())) levels.push_back(l);
     }
     return levels;

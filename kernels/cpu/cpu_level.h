@@ -14,8 +14,9 @@ namespace prepack::cpu {
 //   kBaseline   x86-64-v2 (SSE4.2, POPCNT): what everything else is built for
 //   kAvx2       x86-64-v3 (AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE)
 //   kAvx512     x86-64-v4 (AVX-512 F, BW, CD, DQ, VL)
-//   kAvx512Bf16 + AVX-512 BF16 and VNNI: the same kernels as kAvx512 here;
-//               oneDNN uses its native bf16 GEMM from this level up
+//   kAvx512Bf16 + AVX-512 BF16 and VNNI: the kernels of kAvx512 but for
+//               Q8_0's dot products (VNNI); oneDNN uses its native bf16 GEMM
+//               from this level up
 enum class CpuLevel : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
 
 // "baseline", "avx2", "avx512", "avx512-bf16": the values PREPACK_CPU takes.

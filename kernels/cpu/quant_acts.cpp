@@ -38,12 +38,16 @@ void QuantizeActs(QuantType type, const float* x, int64_t m, int64_t k, uint8_t*
                 }
             }
         } else {
-            auto* blocks = reinterpret_cast<ActBlock32*>(row);
-            for (int64_t b = 0; b < k / 32; ++b) {
-                ActBlock32& a = blocks[b];
-                a.d = QuantizeBlock(xi + 32 * b, 32, a.q);
-                a.sum = 0;
-                for (int j = 0; j < 32; ++j) a.sum += a.q[j];
+            auto* pairs = reinterpret_cast<ActPair32*>(row);
+            const int64_t nb = k / 32;
+            if (nb % 2 == 1) pairs[nb / 2] = ActPair32{};   // the unused half of the last pair
+            for (int64_t b = 0; b < nb; ++b) {
+                ActPair32& p = pairs[b / 2];
+                int8_t* q = p.q + 32 * (b % 2);
+                p.d[b % 2] = QuantizeBlock(xi + 32 * b, 32, q);
+                int32_t sum = 0;
+                for (int j = 0; j < 32; ++j) sum += q[j];
+                p.sum[b % 2] = sum;
             }
         }
     }

@@ -12,11 +12,19 @@
 
 namespace prepack::cpu {
 
-struct ActBlock32 {
-    float   d;
-    int32_t sum;   // of q: Q4_0's "- 8" is applied as 8 * sum
-    int8_t  q[32];
+// Blocks of 32 in pairs (blocks 2p and 2p + 1 of a row side by side), so a
+// 512-bit kernel loads both blocks' values and scales at once; a row of an
+// odd number of blocks ends with a half-filled pair (zeros, scale 0).
+struct ActPair32 {
+    float   d[2];
+    int32_t sum[2];   // of q: Q4_0's "- 8" is applied as 8 * sum
+    int8_t  q[64];
 };
+
+// Block b of a row of pairs.
+inline const int8_t* ActQ32(const ActPair32* row, int64_t b) { return row[b >> 1].q + 32 * (b & 1); }
+inline float ActD32(const ActPair32* row, int64_t b) { return row[b >> 1].d[b & 1]; }
+inline int32_t ActSum32(const ActPair32* row, int64_t b) { return row[b >> 1].sum[b & 1]; }
 
 struct ActBlock256 {
     float   d;
@@ -30,7 +38,7 @@ inline bool UsesActBlock256(QuantType type) { return QuantBlockElems(type) == 25
 // weight type's block size).
 inline int64_t ActRowBytes(QuantType type, int64_t k) {
     return UsesActBlock256(type) ? k / 256 * static_cast<int64_t>(sizeof(ActBlock256))
-                                 : k / 32 * static_cast<int64_t>(sizeof(ActBlock32));
+                                 : (k / 32 + 1) / 2 * static_cast<int64_t>(sizeof(ActPair32));
 }
 
 // Quantizes m rows of k activations for weights of `type` into `out`

@@ -22,6 +22,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu/cpu_level.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/quant_acts.h"
 #include "kernels/cpu/quant_blocks.h"
@@ -86,10 +87,11 @@ void DotsQ4_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
         const float dw = LoadHalf(w);
         const __m256i q = Nibbles32(w + 2);
         for (int i = 0; i < MB; ++i) {
-            const ActBlock32& a = ActRow<ActBlock32>(acts, act_row_bytes, i)[b];
+            const ActPair32* a = ActRow<ActPair32>(acts, act_row_bytes, i);
             // The 8 lanes sum to sum(q a); each less sum(a) gives sum((q - 8) a).
-            const __m256i p = _mm256_sub_epi32(MulAddBytes(q, Load32(a.q), ones), _mm256_set1_epi32(a.sum));
-            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d), _mm256_cvtepi32_ps(p), acc[i]);
+            const __m256i p =
+                _mm256_sub_epi32(MulAddBytes(q, Load32(ActQ32(a, b)), ones), _mm256_set1_epi32(ActSum32(a, b)));
+            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * ActD32(a, b)), _mm256_cvtepi32_ps(p), acc[i]);
         }
     }
     for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]);
@@ -105,9 +107,9 @@ void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
         const __m256i q = Load32(w + 2);
         const __m256i magnitude = _mm256_sign_epi8(q, q);   // |q| as unsigned; the sign moves to a
         for (int i = 0; i < MB; ++i) {
-            const ActBlock32& a = ActRow<ActBlock32>(acts, act_row_bytes, i)[b];
-            const __m256i p = MulAddBytes(magnitude, _mm256_sign_epi8(Load32(a.q), q), ones);
-            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d), _mm256_cvtepi32_ps(p), acc[i]);
+            const ActPair32* a = ActRow<ActPair32>(acts, act_row_bytes, i);
+            const __m256i p = MulAddBytes(magnitude, _mm256_sign_epi8(Load32(ActQ32(a, b)), q), ones);
+            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * ActD32(a, b)), _mm256_cvtepi32_ps(p), acc[i]);
         }
     }
     for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]);
@@ -263,32 +265,79 @@ void DotsQ45_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, 
     for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]);
 }
 
-// Q8_0: two blocks per instruction, each half with its own scale. AVX-512
-// has no vpsignb: the activations take the weights' signs by a masked
-// negation instead.
+// Q8_0: two blocks per instruction, each half with its own scale, against
+// a pair of activation blocks (one load for their values, one for their
+// scales). AVX-512 has no vpsignb: the activations take the weights' signs
+// by a masked negation instead. The sums of four u8 x s8 products are
+// vpmaddubsw + vpmaddwd, or one AVX-512 VNNI vpdpbusd (kVnni; only called
+// where the CPU has it, PREPACK_VNNI below).
+struct Q8_0Pair {
+    __m512 dw;            // the two blocks' scales, 8 lanes each
+    __m512i magnitude;    // |q|
+    __mmask64 negative;   // q < 0
+};
+
+inline Q8_0Pair LoadQ8_0Pair(const uint8_t* w) {
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(Load32(w + 2)), Load32(w + 36), 1);
+    return {_mm512_mask_mov_ps(_mm512_set1_ps(LoadHalf(w)), 0xFF00, _mm512_set1_ps(LoadHalf(w + 34))),
+            _mm512_abs_epi8(q), _mm512_movepi8_mask(q)};
+}
+
+// The activation pair's values with the weights' signs, and its two scales in 8 lanes each.
+inline __m512i SignedPair(const ActPair32& a, __mmask64 negative) {
+    const __m512i x = _mm512_loadu_si512(a.q);
+    return _mm512_mask_sub_epi8(x, negative, _mm512_setzero_si512(), x);
+}
+
+inline __m512 PairScales(const ActPair32& a) {
+    const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_castsi128_ps(
+                                             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a.d)))));
+}
+
 template <int MB>
 void DotsQ8_0512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
-    const __m512i ones = _mm512_set1_epi16(1), zero = _mm512_setzero_si512();
+    const __m512i ones = _mm512_set1_epi16(1);
     __m512 acc[MB];
     for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2, w += 68) {
-        const float d0 = LoadHalf(w), d1 = LoadHalf(w + 34);
-        const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(Load32(w + 2)), Load32(w + 36), 1);
-        const __m512i magnitude = _mm512_abs_epi8(q);
-        const __mmask64 negative = _mm512_movepi8_mask(q);
+        const Q8_0Pair q = LoadQ8_0Pair(w);
         for (int i = 0; i < MB; ++i) {
-            const ActBlock32* a = ActRow<ActBlock32>(acts, act_row_bytes, i) + b;
-            const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(Load32(a[0].q)), Load32(a[1].q), 1);
-            const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(magnitude, _mm512_mask_sub_epi8(x, negative, zero, x)), ones);
-            const __m512 scale = _mm512_mask_mov_ps(_mm512_set1_ps(d0 * a[0].d), 0xFF00, _mm512_set1_ps(d1 * a[1].d));
-            acc[i] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(p), acc[i]);
+            const ActPair32& a = ActRow<ActPair32>(acts, act_row_bytes, i)[b / 2];
+            const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(q.magnitude, SignedPair(a, q.negative)), ones);
+            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(q.dw, PairScales(a)), _mm512_cvtepi32_ps(p), acc[i]);
         }
     }
     float tail[MB] = {};
-    if (b < nb) DotsQ8_0<MB>(w, acts + b * static_cast<int64_t>(sizeof(ActBlock32)), act_row_bytes, nb - b, tail);
+    if (b < nb) DotsQ8_0<MB>(w, acts + b / 2 * static_cast<int64_t>(sizeof(ActPair32)), act_row_bytes, nb - b, tail);
     for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]) + tail[i];
 }
+
+#define PREPACK_VNNI __attribute__((target(PREPACK_ISA_TARGET ",avx512vnni")))
+
+template <int MB>
+PREPACK_VNNI void DotsQ8_0512Vnni(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb,
+                                  float* out) {
+    __m512 acc[MB];
+    for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, w += 68) {
+        const Q8_0Pair q = LoadQ8_0Pair(w);
+        for (int i = 0; i < MB; ++i) {
+            const ActPair32& a = ActRow<ActPair32>(acts, act_row_bytes, i)[b / 2];
+            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q.magnitude, SignedPair(a, q.negative));
+            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(q.dw, PairScales(a)), _mm512_cvtepi32_ps(p), acc[i]);
+        }
+    }
+    float tail[MB] = {};
+    if (b < nb) DotsQ8_0<MB>(w, acts + b / 2 * static_cast<int64_t>(sizeof(ActPair32)), act_row_bytes, nb - b, tail);
+    for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]) + tail[i];
+}
+
+// AVX-512 VNNI comes with the avx512-bf16 level (cpu_level.h), which shares
+// this level's table.
+inline bool UseVnni() { return ActiveCpuLevel() >= CpuLevel::kAvx512Bf16; }
 
 template <int MB>
 void DotsQ6_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
@@ -344,13 +393,14 @@ void DotsQ6_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, i
 template <int MB>
 void DotsQ4_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     for (int i = 0; i < MB; ++i) {
-        const ActBlock32* a = ActRow<ActBlock32>(acts, act_row_bytes, i);
+        const ActPair32* a = ActRow<ActPair32>(acts, act_row_bytes, i);
         float acc = 0;
         for (int64_t b = 0; b < nb; ++b) {
             const uint8_t* blk = w + 18 * b;
+            const int8_t* aq = ActQ32(a, b);
             int32_t s = 0;
-            for (int j = 0; j < 16; ++j) s += (blk[2 + j] & 0x0F) * a[b].q[j] + (blk[2 + j] >> 4) * a[b].q[j + 16];
-            acc += LoadHalf(blk) * a[b].d * static_cast<float>(s - 8 * a[b].sum);
+            for (int j = 0; j < 16; ++j) s += (blk[2 + j] & 0x0F) * aq[j] + (blk[2 + j] >> 4) * aq[j + 16];
+            acc += LoadHalf(blk) * ActD32(a, b) * static_cast<float>(s - 8 * ActSum32(a, b));
         }
         out[i] = acc;
     }
@@ -359,14 +409,15 @@ void DotsQ4_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
 template <int MB>
 void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     for (int i = 0; i < MB; ++i) {
-        const ActBlock32* a = ActRow<ActBlock32>(acts, act_row_bytes, i);
+        const ActPair32* a = ActRow<ActPair32>(acts, act_row_bytes, i);
         float acc = 0;
         for (int64_t b = 0; b < nb; ++b) {
             const uint8_t* blk = w + 34 * b;
             const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+            const int8_t* aq = ActQ32(a, b);
             int32_t s = 0;
-            for (int j = 0; j < 32; ++j) s += q[j] * a[b].q[j];
-            acc += LoadHalf(blk) * a[b].d * static_cast<float>(s);
+            for (int j = 0; j < 32; ++j) s += q[j] * aq[j];
+            acc += LoadHalf(blk) * ActD32(a, b) * static_cast<float>(s);
         }
         out[i] = acc;
     }
@@ -442,7 +493,9 @@ void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row
     switch (type) {
         case QuantType::kQ4_0: return DotsQ4_0<MB>(w, acts, act_row_bytes, nb, out);
 #if PREPACK_ISA_LEVEL == 2
-        case QuantType::kQ8_0: return DotsQ8_0512<MB>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ8_0:
+            return UseVnni() ? DotsQ8_0512Vnni<MB>(w, acts, act_row_bytes, nb, out)
+                             : DotsQ8_0512<MB>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ4_K: return DotsQ45_K512<MB, false>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ5_K: return DotsQ45_K512<MB, true>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ6_K: return DotsQ6_K512<MB>(w, acts, act_row_bytes, nb, out);
