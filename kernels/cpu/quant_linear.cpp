@@ -231,6 +231,12 @@ template <int MB, bool kFiveBits>
 void DotsQ45_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     constexpr int64_t kBytes = kFiveBits ? 176 : 144;
     const __m512i m4 = _mm512_set1_epi8(0x0F), bit = _mm512_set1_epi8(1);
+    // Lanes 0-15 of pair p's scale vector take scale 2p, lanes 16-31 scale 2p + 1.
+    alignas(64) static const uint16_t kPairIndex[4][32] = {
+        {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+        {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+        {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5},
+        {6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}};
     __m512 acc[MB];
     for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += kBytes) {
@@ -239,6 +245,9 @@ void DotsQ45_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, 
         KQuantScalesMins(w + 4, sc, mn);
         const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
         const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        // The eight scales as int16, spread per pair by one permute each.
+        const __m512i scales16 = _mm512_castsi128_si512(
+            _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
         const uint8_t* qs = w + (kFiveBits ? 48 : 16);
         const __m256i high = kFiveBits ? Load32(w + 16) : _mm256_setzero_si256();
         __m512i isum[MB];
@@ -249,7 +258,7 @@ void DotsQ45_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, 
             if constexpr (kFiveBits) {
                 q = _mm512_or_si512(q, _mm512_slli_epi16(_mm512_and_si512(BothHalves(high, 2 * pair, 2 * pair + 1), bit), 4));
             }
-            const __m512i scale = Pair16(sc[2 * pair], sc[2 * pair + 1]);
+            const __m512i scale = _mm512_permutexvar_epi16(_mm512_load_si512(kPairIndex[pair]), scales16);
             for (int i = 0; i < MB; ++i) {
                 const int8_t* aq = ActRow<ActBlock256>(acts, act_row_bytes, i)[b].q + 64 * pair;
                 isum[i] = _mm512_add_epi32(isum[i], _mm512_madd_epi16(_mm512_maddubs_epi16(q, _mm512_loadu_si512(aq)), scale));
