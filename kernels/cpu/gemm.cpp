@@ -109,7 +109,8 @@ void SmallQuantLinear(const float* x, const Matrix& w, float* y, int64_t m, int6
 }
 
 // Quantized weights, many rows (prefill): decode a panel of weight rows
-// (about 1 MiB, so it stays in L2 while the GEMM reads it) and multiply it
+// (1 MiB of f32, so it stays in L2 while sgemm reads it; 4 MiB of bf16,
+// which measured the same as 1 MiB for oneDNN's matmul) and multiply it
 // there: in bf16 through oneDNN where the CPU has native bf16 GEMM (twice
 // the f32 rate; the activations rounded to bf16 once per call), else in f32
 // through sgemm. The decoding is one pass over the panel, small next to the
@@ -122,6 +123,7 @@ void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int
     panel.resize(static_cast<size_t>(panel_rows * k));
     if (bf16) panel_bf16.resize(panel.size());
     const uint16_t* xb = bf16 ? Bf16Activations(x, m, k) : nullptr;
+    const KernelTable& kernels = ActiveKernels();
     // The calling thread's buffers (thread_local: the workers below have their own).
     float* dst = panel.data();
     uint16_t* dst_bf16 = panel_bf16.data();
@@ -133,7 +135,7 @@ void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int
             const int64_t rows = std::min(panel_rows, slice.rows - r0);
 #pragma omp parallel for schedule(static)
             for (int64_t r = 0; r < rows; ++r) {
-                DequantizeQuantRow(slice.type, slice.data + (r0 + r) * row_bytes, dst + r * k, k);
+                kernels.decode_quant_row(slice.type, slice.data + (r0 + r) * row_bytes, dst + r * k, k);
                 if (bf16) F32ToBf16Row(dst + r * k, dst_bf16 + r * k, static_cast<size_t>(k));
             }
             if (bf16 && OneDnnBf16Matmul(xb, dst_bf16, y + col + r0, m, rows, k, n, accumulate)) continue;

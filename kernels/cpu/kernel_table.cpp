@@ -19,6 +19,7 @@ const KernelTable& Kernels() {
         .small_linear_f32 = SmallLinearF32,
         .small_linear_bf16 = SmallLinearBf16,
         .quant_linear = QuantLinear,
+        .decode_quant_row = DecodeQuantRow,
         .paged_attention = PagedAttention,
         .last_query_scores = LastQueryScores,
         .f32_to_bf16_row = F32ToBf16Row,

@@ -35,6 +35,8 @@ struct KernelTable {
     // quantized by QuantizeActs for w.type; y's rows are `ldy` apart.
     void (*quant_linear)(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                          bool accumulate);
+    // A quantized row decoded to f32 (quant_decode.cpp; the many-row products' panels).
+    void (*decode_quant_row)(QuantType type, const uint8_t* src, float* dst, int64_t n);
     void (*paged_attention)(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
                             int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared);
     void (*last_query_scores)(const float* q, const AttentionShape& shape, const AttentionSpan& span,

@@ -33,6 +33,9 @@ void SmallLinearBf16(const float* x, const uint16_t* w, float* y, int64_t m, int
 void QuantLinear(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                  bool accumulate);
 
+// quant_decode.cpp: `n` weights of a quantized row decoded to f32.
+void DecodeQuantRow(QuantType type, const uint8_t* src, float* dst, int64_t n);
+
 // attention.cpp (kernels/cpu/attention.h)
 void PagedAttention(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
                     int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared);
