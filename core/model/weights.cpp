@@ -390,7 +390,9 @@ absl::StatusOr<ModelWeights> LoadWeights(std::shared_ptr<const GgufFile> file, c
         if (quant.layers[i].w_down) BindQuantized(f, {blk(i, "ffn_down.weight")}, lw.w_down);
     }
     w.quantized_bytes = plan.bytes;
-    w.file = std::move(file);
+    // The mapping stays only while matrices compute on it: otherwise every
+    // tensor has been copied, and its pages would count twice in memory.
+    if (plan.bytes > 0) w.file = std::move(file);
     return w;
 }
 

@@ -17,8 +17,10 @@
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics fill upper halves from _mm512_undefined_*(),
 // which -W(maybe-)uninitialized reports in every caller (a false positive).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 #endif
 
