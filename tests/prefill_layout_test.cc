@@ -336,6 +336,23 @@ TEST(LayoutStories, ReferenceContinuationsInEveryLayout) {
     }
 }
 
+// Every layout gives the first one's logits (within 1e-4) and 8 greedy tokens.
+void ExpectSameLogitsInEveryLayout(const Model& m, const std::vector<std::vector<int32_t>>& prompts) {
+    const int32_t vocab = m.config().vocab_size;
+    const LayoutRun first = RunLayout(m, kLayouts[0], prompts, 8);
+    ASSERT_EQ(first.tokens.size(), prompts.size());
+    for (PrefillLayout layout : kLayouts) {
+        SCOPED_TRACE(PrefillLayoutName(layout));
+        const LayoutRun run = RunLayout(m, layout, prompts, 8);
+        ASSERT_EQ(run.logits.size(), first.logits.size());
+        for (size_t p = 0; p < prompts.size(); ++p) {
+            EXPECT_LT(testing::MaxRelDiff(run.logits.data() + p * vocab, first.logits.data() + p * vocab, vocab), 1e-4)
+                << "prompt " << p;
+        }
+        EXPECT_EQ(run.tokens, first.tokens);
+    }
+}
+
 TEST(LayoutRealshape, BpeModelsGiveTheSameLogitsInEveryLayout) {
     const char* env = std::getenv("PREPACK_REALSHAPE_DIR");
     const std::string dir = env != nullptr && env[0] != '\0' ? env : PREPACK_REALSHAPE_DIR;
@@ -346,26 +363,12 @@ TEST(LayoutRealshape, BpeModelsGiveTheSameLogitsInEveryLayout) {
         SCOPED_TRACE(name);
         auto m = Model::Load(dir + "/" + name);
         ASSERT_TRUE(m.ok()) << m.status();
-        const ModelConfig& c = (*m)->config();
         std::vector<std::vector<int32_t>> prompts;
         for (const char* text : {"Once upon a time", "The capital of France is", "def add(a, b):\n    return a + b",
                                  "Zürich 2024: 東京 and Москва, <|eot_id|> 42"}) {
             prompts.push_back((*m)->tokenizer().Encode(text, true).value());
         }
-        const LayoutRun first = RunLayout(**m, kLayouts[0], prompts, 8);
-        ASSERT_EQ(first.tokens.size(), prompts.size());
-        for (PrefillLayout layout : kLayouts) {
-            SCOPED_TRACE(PrefillLayoutName(layout));
-            const LayoutRun run = RunLayout(**m, layout, prompts, 8);
-            ASSERT_EQ(run.logits.size(), first.logits.size());
-            for (size_t p = 0; p < prompts.size(); ++p) {
-                EXPECT_LT(testing::MaxRelDiff(run.logits.data() + p * c.vocab_size, first.logits.data() + p * c.vocab_size,
-                                              c.vocab_size),
-                          1e-4)
-                    << "prompt " << p;
-            }
-            EXPECT_EQ(run.tokens, first.tokens);
-        }
+        ExpectSameLogitsInEveryLayout(**m, prompts);
     }
 }
 
@@ -380,7 +383,6 @@ TEST(LayoutRealshape, AQuantizedModelGivesTheSameLogitsInEveryLayout) {
     auto m = Model::Load(path);
     ASSERT_TRUE(m.ok()) << m.status();
     ASSERT_TRUE((*m)->weights().AnyQuantized());
-    const ModelConfig& c = (*m)->config();
     std::vector<std::vector<int32_t>> prompts;
     for (const char* text : {"Once upon a time there was a little girl who lived in a village near the forest.",
                              "The capital of France is Paris, and the capital of Germany is Berlin; the capital of",
@@ -389,20 +391,7 @@ TEST(LayoutRealshape, AQuantizedModelGivesTheSameLogitsInEveryLayout) {
         prompts.push_back((*m)->tokenizer().Encode(text, true).value());
         ASSERT_GT(prompts.back().size(), 16u) << text;
     }
-    const LayoutRun first = RunLayout(**m, kLayouts[0], prompts, 8);
-    ASSERT_EQ(first.tokens.size(), prompts.size());
-    for (PrefillLayout layout : kLayouts) {
-        SCOPED_TRACE(PrefillLayoutName(layout));
-        const LayoutRun run = RunLayout(**m, layout, prompts, 8);
-        ASSERT_EQ(run.logits.size(), first.logits.size());
-        for (size_t p = 0; p < prompts.size(); ++p) {
-            EXPECT_LT(testing::MaxRelDiff(run.logits.data() + p * c.vocab_size, first.logits.data() + p * c.vocab_size,
-                                          c.vocab_size),
-                      1e-4)
-                << "prompt " << p;
-        }
-        EXPECT_EQ(run.tokens, first.tokens);
-    }
+    ExpectSameLogitsInEveryLayout(**m, prompts);
 }
 
 }  // namespace

@@ -401,100 +401,84 @@ void DotsQ6_K512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, i
 
 #else   // baseline: the same sums in scalar code
 
-template <int MB>
-void DotsQ4_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+// out[i] = the sum over the row's blocks of block_dot(weight block, row i's
+// activations, block index).
+template <int MB, typename Act, typename BlockDot>
+void ScalarDots(const uint8_t* w, int64_t block_bytes, const uint8_t* acts, int64_t act_row_bytes, int64_t nb,
+                float* out, BlockDot block_dot) {
     for (int i = 0; i < MB; ++i) {
-        const ActPair32* a = ActRow<ActPair32>(acts, act_row_bytes, i);
+        const Act* a = ActRow<Act>(acts, act_row_bytes, i);
         float acc = 0;
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t* blk = w + 18 * b;
-            const int8_t* aq = ActQ32(a, b);
-            int32_t s = 0;
-            for (int j = 0; j < 16; ++j) s += (blk[2 + j] & 0x0F) * aq[j] + (blk[2 + j] >> 4) * aq[j + 16];
-            acc += LoadHalf(blk) * ActD32(a, b) * static_cast<float>(s - 8 * ActSum32(a, b));
-        }
+        for (int64_t b = 0; b < nb; ++b) acc += block_dot(w + block_bytes * b, a, b);
         out[i] = acc;
     }
+}
+
+template <int MB>
+void DotsQ4_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    ScalarDots<MB, ActPair32>(w, 18, acts, act_row_bytes, nb, out, [](const uint8_t* blk, const ActPair32* a, int64_t b) {
+        const int8_t* aq = ActQ32(a, b);
+        int32_t s = 0;
+        for (int j = 0; j < 16; ++j) s += (blk[2 + j] & 0x0F) * aq[j] + (blk[2 + j] >> 4) * aq[j + 16];
+        return LoadHalf(blk) * ActD32(a, b) * static_cast<float>(s - 8 * ActSum32(a, b));
+    });
 }
 
 template <int MB>
 void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
-    for (int i = 0; i < MB; ++i) {
-        const ActPair32* a = ActRow<ActPair32>(acts, act_row_bytes, i);
-        float acc = 0;
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t* blk = w + 34 * b;
-            const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
-            const int8_t* aq = ActQ32(a, b);
-            int32_t s = 0;
-            for (int j = 0; j < 32; ++j) s += q[j] * aq[j];
-            acc += LoadHalf(blk) * ActD32(a, b) * static_cast<float>(s);
-        }
-        out[i] = acc;
-    }
+    ScalarDots<MB, ActPair32>(w, 34, acts, act_row_bytes, nb, out, [](const uint8_t* blk, const ActPair32* a, int64_t b) {
+        const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+        const int8_t* aq = ActQ32(a, b);
+        int32_t s = 0;
+        for (int j = 0; j < 32; ++j) s += q[j] * aq[j];
+        return LoadHalf(blk) * ActD32(a, b) * static_cast<float>(s);
+    });
 }
 
 template <int MB, bool kFiveBits>
 void DotsQ45_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
-    constexpr int64_t kBytes = kFiveBits ? 176 : 144;
-    for (int i = 0; i < MB; ++i) {
-        const ActBlock256* a = ActRow<ActBlock256>(acts, act_row_bytes, i);
-        float acc = 0;
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t* blk = w + kBytes * b;
-            const uint8_t* qh = blk + 16;
-            const uint8_t* qs = blk + (kFiveBits ? 48 : 16);
-            int32_t sumi = 0, summ = 0;
-            for (int pair = 0; pair < 4; ++pair) {
-                uint8_t sc0, m0, sc1, m1;
-                KQuantScaleMin(blk + 4, 2 * pair, &sc0, &m0);
-                KQuantScaleMin(blk + 4, 2 * pair + 1, &sc1, &m1);
-                int32_t s0 = 0, s1 = 0;
-                for (int l = 0; l < 32; ++l) {
-                    int lo = qs[32 * pair + l] & 0x0F, hi = qs[32 * pair + l] >> 4;
-                    if (kFiveBits) {
-                        lo |= ((qh[l] >> (2 * pair)) & 1) << 4;
-                        hi |= ((qh[l] >> (2 * pair + 1)) & 1) << 4;
-                    }
-                    s0 += lo * a[b].q[64 * pair + l];
-                    s1 += hi * a[b].q[64 * pair + 32 + l];
-                }
-                sumi += sc0 * s0 + sc1 * s1;
-                summ += m0 * (a[b].bsums[4 * pair] + a[b].bsums[4 * pair + 1]) +
-                        m1 * (a[b].bsums[4 * pair + 2] + a[b].bsums[4 * pair + 3]);
+    const auto block_dot = [](const uint8_t* blk, const ActBlock256* a, int64_t b) {
+        const uint8_t* qh = blk + 16;
+        const uint8_t* qs = blk + (kFiveBits ? 48 : 16);
+        uint8_t sc[8], mn[8];
+        KQuantScalesMins(blk + 4, sc, mn);
+        int32_t sumi = 0, summ = 0;
+        for (int s = 0; s < 8; ++s) {
+            // Sub-block s: the low (even s) or high nibbles of 32 bytes, and bit s of qh.
+            int32_t dot = 0;
+            for (int l = 0; l < 32; ++l) {
+                int q = (qs[32 * (s / 2) + l] >> (4 * (s % 2))) & 0x0F;
+                if (kFiveBits) q |= ((qh[l] >> s) & 1) << 4;
+                dot += q * a[b].q[32 * s + l];
             }
-            acc += a[b].d * (LoadHalf(blk) * static_cast<float>(sumi) - LoadHalf(blk + 2) * static_cast<float>(summ));
+            sumi += sc[s] * dot;
+            summ += mn[s] * (a[b].bsums[2 * s] + a[b].bsums[2 * s + 1]);
         }
-        out[i] = acc;
-    }
+        return a[b].d * (LoadHalf(blk) * static_cast<float>(sumi) - LoadHalf(blk + 2) * static_cast<float>(summ));
+    };
+    ScalarDots<MB, ActBlock256>(w, kFiveBits ? 176 : 144, acts, act_row_bytes, nb, out, block_dot);
 }
 
 template <int MB>
 void DotsQ6_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
-    for (int i = 0; i < MB; ++i) {
-        const ActBlock256* a = ActRow<ActBlock256>(acts, act_row_bytes, i);
-        float acc = 0;
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t* blk = w + 210 * b;
-            const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-            int32_t sumi = 0;
-            for (int half = 0; half < 2; ++half) {
-                const uint8_t* ql = blk + 64 * half;
-                const uint8_t* qh = blk + 128 + 32 * half;
-                for (int t = 0; t < 4; ++t) {
-                    for (int l = 0; l < 32; ++l) {
-                        const uint8_t low = ql[l + 32 * (t & 1)];
-                        const int q = (t < 2 ? (low & 0x0F) : (low >> 4)) | (((qh[l] >> (2 * t)) & 3) << 4);
-                        sumi += sc[8 * half + 2 * t + l / 16] * q * a[b].q[128 * half + 32 * t + l];
-                    }
+    ScalarDots<MB, ActBlock256>(w, 210, acts, act_row_bytes, nb, out, [](const uint8_t* blk, const ActBlock256* a, int64_t b) {
+        const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+        int32_t sumi = 0;
+        for (int half = 0; half < 2; ++half) {
+            const uint8_t* ql = blk + 64 * half;
+            const uint8_t* qh = blk + 128 + 32 * half;
+            for (int t = 0; t < 4; ++t) {
+                for (int l = 0; l < 32; ++l) {
+                    const uint8_t low = ql[l + 32 * (t & 1)];
+                    const int q = (t < 2 ? (low & 0x0F) : (low >> 4)) | (((qh[l] >> (2 * t)) & 3) << 4);
+                    sumi += sc[8 * half + 2 * t + l / 16] * q * a[b].q[128 * half + 32 * t + l];
                 }
             }
-            int32_t off = 0;
-            for (int j = 0; j < 16; ++j) off += sc[j] * a[b].bsums[j];
-            acc += LoadHalf(blk + 208) * a[b].d * static_cast<float>(sumi - 32 * off);
         }
-        out[i] = acc;
-    }
+        int32_t off = 0;
+        for (int j = 0; j < 16; ++j) off += sc[j] * a[b].bsums[j];
+        return LoadHalf(blk + 208) * a[b].d * static_cast<float>(sumi - 32 * off);
+    });
 }
 
 #endif
