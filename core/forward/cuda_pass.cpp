@@ -47,8 +47,11 @@ namespace {
 // A host matrix copied to the device as it is (f32 or bf16). Quantized
 // weights are decoded to the model's dense dtype first: the CUDA kernels
 // have no quantized GEMM yet, so on the GPU they take that dtype's memory.
+// The dtype `m` has on the device.
+DType DeviceDType(const cpu::Matrix& m, DType dense) { return m.quantized() ? dense : m.dtype(); }
+
 absl::StatusOr<cuda::DeviceBuffer> Upload(const cpu::Matrix& m, int64_t rows, int64_t cols, DType dense) {
-    const DType dtype = m.quantized() ? dense : m.dtype();
+    const DType dtype = DeviceDType(m, dense);
     const size_t bytes = static_cast<size_t>(rows) * cols * ActBytes(dtype);
     PP_ASSIGN_OR_RETURN(cuda::DeviceBuffer b, cuda::DeviceBuffer::Allocate(bytes));
     if (!m.quantized()) {
@@ -131,7 +134,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     PP_RETURN_IF_ERROR(UploadMeta(m));
 
     const ModelWeights& w = model.weights();
-    cuda::Gather(token_embd.data(), w.token_embd.quantized() ? w.dtype : w.token_embd.dtype(), meta.as<int32_t>() + m.at[CudaStepMeta::kTokens], x.data(),
+    cuda::Gather(token_embd.data(), DeviceDType(w.token_embd, w.dtype), meta.as<int32_t>() + m.at[CudaStepMeta::kTokens], x.data(),
                  t, d, act);
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     for (int32_t l = 0; l < c.n_layers; ++l) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <set>
 #include <string>
 
@@ -223,13 +222,41 @@ void FillConstant(Storage& storage, const Slot& slot, size_t n, float value) {
 
 uint64_t DenseBytes(const Layout& l) { return l.f32_total * sizeof(float) + l.bf16_total * sizeof(uint16_t); }
 
-// The GGUF tensors of one model matrix: consecutive row ranges of it.
-struct MatrixParts {
-    Slot                     slot;
+// One model matrix: its GGUF tensors (consecutive row ranges of it), where
+// its "kept quantized" flag lives in QuantizedMatrices and where it lives in
+// the weights (layer < 0: a top-level matrix, else one of that layer's).
+struct MatrixTensors {
     std::vector<std::string> names;
+    int layer = -1;
+    bool QuantizedMatrices::* top_flag = nullptr;
+    cpu::Matrix ModelWeights::* top = nullptr;
+    bool QuantizedMatrices::Layer::* layer_flag = nullptr;
+    cpu::Matrix LayerWeights::* in_layer = nullptr;
+
+    bool& Flag(QuantizedMatrices& q) const { return layer < 0 ? q.*top_flag : q.layers[layer].*layer_flag; }
+    cpu::Matrix& Of(ModelWeights& w) const { return layer < 0 ? w.*top : w.layers[layer].*in_layer; }
 };
 
-bool IsQuantized(const GgufFile& f, std::initializer_list<std::string> names) {
+// Every matrix of `c` with its tensors: the one list that both the choice of
+// what stays quantized and the binding of it read.
+std::vector<MatrixTensors> ModelMatrices(const ModelConfig& c) {
+    using Q = QuantizedMatrices;
+    std::vector<MatrixTensors> m = {{{"token_embd.weight"}, -1, &Q::token_embd, &ModelWeights::token_embd}};
+    if (!c.tied_output) m.push_back({{"output.weight"}, -1, &Q::output, &ModelWeights::output});
+    for (int i = 0; i < c.n_layers; ++i) {
+        auto blk = [i](const char* name) { return absl::StrCat("blk.", i, ".", name); };
+        auto in_layer = [&](std::vector<std::string> names, bool Q::Layer::* flag, cpu::Matrix LayerWeights::* mat) {
+            m.push_back({std::move(names), i, nullptr, nullptr, flag, mat});
+        };
+        in_layer({blk("attn_q.weight"), blk("attn_k.weight"), blk("attn_v.weight")}, &Q::Layer::wqkv, &LayerWeights::wqkv);
+        in_layer({blk("attn_output.weight")}, &Q::Layer::wo, &LayerWeights::wo);
+        in_layer({blk("ffn_gate.weight"), blk("ffn_up.weight")}, &Q::Layer::w_gate_up, &LayerWeights::w_gate_up);
+        in_layer({blk("ffn_down.weight")}, &Q::Layer::w_down, &LayerWeights::w_down);
+    }
+    return m;
+}
+
+bool IsQuantized(const GgufFile& f, const std::vector<std::string>& names) {
     for (const std::string& name : names) {
         const GgufTensor* t = f.FindTensor(name);
         if (t == nullptr || !cpu::QuantTypeOfGgml(static_cast<uint32_t>(t->type))) return false;
@@ -237,36 +264,25 @@ bool IsQuantized(const GgufFile& f, std::initializer_list<std::string> names) {
     return true;
 }
 
-// Which matrices of `f` stay quantized, and their bytes.
+// Which matrices of `f` stay quantized (those all of whose tensors are), and their bytes.
 struct QuantPlan {
     QuantizedMatrices which;
     uint64_t          bytes = 0;
 };
 
-QuantPlan PlanQuantized(const GgufFile& f, const ModelConfig& c) {
+QuantPlan PlanQuantized(const GgufFile& f, const ModelConfig& c, const std::vector<MatrixTensors>& matrices) {
     QuantPlan plan;
-    // A matrix stays quantized when all of its tensors are.
-    auto all = [&](std::initializer_list<std::string> names) {
-        if (!IsQuantized(f, names)) return false;
-        for (const std::string& name : names) plan.bytes += f.FindTensor(name)->nbytes;
-        return true;
-    };
-    auto blk = [](int i, const char* name) { return absl::StrCat("blk.", i, ".", name); };
-    plan.which.token_embd = all({"token_embd.weight"});
-    plan.which.output = !c.tied_output && all({"output.weight"});
-    for (int i = 0; i < c.n_layers; ++i) {
-        QuantizedMatrices::Layer y;
-        y.wqkv = all({blk(i, "attn_q.weight"), blk(i, "attn_k.weight"), blk(i, "attn_v.weight")});
-        y.wo = all({blk(i, "attn_output.weight")});
-        y.w_gate_up = all({blk(i, "ffn_gate.weight"), blk(i, "ffn_up.weight")});
-        y.w_down = all({blk(i, "ffn_down.weight")});
-        plan.which.layers.push_back(y);
+    plan.which.layers.resize(c.n_layers);
+    for (const MatrixTensors& m : matrices) {
+        if (!IsQuantized(f, m.names)) continue;
+        m.Flag(plan.which) = true;
+        for (const std::string& name : m.names) plan.bytes += f.FindTensor(name)->nbytes;
     }
     return plan;
 }
 
 // Points `m` at its quantized tensors in the file's mapping.
-void BindQuantized(const GgufFile& f, std::initializer_list<std::string> names, cpu::Matrix& m) {
+void BindQuantized(const GgufFile& f, const std::vector<std::string>& names, cpu::Matrix& m) {
     for (const std::string& name : names) {
         const GgufTensor* t = f.FindTensor(name);
         m.quant[m.n_quant++] = {*cpu::QuantTypeOfGgml(static_cast<uint32_t>(t->type)), t->data,
@@ -279,7 +295,7 @@ void BindQuantized(const GgufFile& f, std::initializer_list<std::string> names, 
 uint64_t WeightBytes(const ModelConfig& c, cpu::DType dtype) { return DenseBytes(MakeLayout(c, dtype)); }
 
 uint64_t ResidentWeightBytes(const GgufFile& file, const ModelConfig& c, cpu::DType dtype) {
-    const QuantPlan plan = PlanQuantized(file, c);
+    const QuantPlan plan = PlanQuantized(file, c, ModelMatrices(c));
     return DenseBytes(MakeLayout(c, dtype, plan.which)) + plan.bytes;
 }
 
@@ -325,8 +341,8 @@ absl::StatusOr<ModelWeights> LoadWeights(std::shared_ptr<const GgufFile> file, c
     PP_RETURN_IF_ERROR(c.Validate());
     const GgufFile& f = *file;
     const uint64_t d = c.dim, h = c.hidden_dim, v = c.vocab_size, q = c.q_dim(), kv = c.kv_dim();
-    auto blk = [](int i, const char* name) { return absl::StrCat("blk.", i, ".", name); };
-    const QuantPlan plan = PlanQuantized(f, c);
+    const std::vector<MatrixTensors> matrices = ModelMatrices(c);
+    QuantPlan plan = PlanQuantized(f, c, matrices);
     const QuantizedMatrices& quant = plan.which;
     const Layout l = MakeLayout(c, dtype, quant);
     // Every tensor: name, dims and where it goes in the storage.
@@ -374,21 +390,10 @@ absl::StatusOr<ModelWeights> LoadWeights(std::shared_ptr<const GgufFile> file, c
         if (!parts[i].at.quant) PP_RETURN_IF_ERROR(CopyTensor(*found[i], parts[i].at, storage));
     }
     ModelWeights w = std::move(storage).Bind(c, l, dtype);
-    if (quant.token_embd) BindQuantized(f, {"token_embd.weight"}, w.token_embd);
-    if (c.tied_output) {
-        if (quant.token_embd) w.output = w.token_embd;
-    } else if (quant.output) {
-        BindQuantized(f, {"output.weight"}, w.output);
+    for (const MatrixTensors& m : matrices) {
+        if (m.Flag(plan.which)) BindQuantized(f, m.names, m.Of(w));
     }
-    for (int i = 0; i < c.n_layers; ++i) {
-        LayerWeights& lw = w.layers[i];
-        if (quant.layers[i].wqkv) {
-            BindQuantized(f, {blk(i, "attn_q.weight"), blk(i, "attn_k.weight"), blk(i, "attn_v.weight")}, lw.wqkv);
-        }
-        if (quant.layers[i].wo) BindQuantized(f, {blk(i, "attn_output.weight")}, lw.wo);
-        if (quant.layers[i].w_gate_up) BindQuantized(f, {blk(i, "ffn_gate.weight"), blk(i, "ffn_up.weight")}, lw.w_gate_up);
-        if (quant.layers[i].w_down) BindQuantized(f, {blk(i, "ffn_down.weight")}, lw.w_down);
-    }
+    if (c.tied_output && quant.token_embd) w.output = w.token_embd;
     w.quantized_bytes = plan.bytes;
     // The mapping stays only while matrices compute on it: otherwise every
     // tensor has been copied, and its pages would count twice in memory.

@@ -1,9 +1,7 @@
 // Per level (kernel_table.h): the row-wise kernels declared in
 // kernels/cpu/elementwise.h.
 #include <cmath>
-#include <cstring>
 
-#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/simd.h"
 
 #include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
@@ -31,16 +29,7 @@ void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int6
 
 void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, int64_t dim) {
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t at = static_cast<int64_t>(ids[r]) * dim;
-        if (table.quantized()) {
-            DecodeMatrixRow(table, ids[r], dim, out + r * dim);
-        } else if (table.bf16 != nullptr) {
-            Bf16ToF32Row(table.bf16 + at, out + r * dim, static_cast<size_t>(dim));
-        } else {
-            std::memcpy(out + r * dim, table.f32 + at, dim * sizeof(float));
-        }
-    }
+    for (int64_t r = 0; r < rows; ++r) DecodeMatrixRow(table, ids[r], dim, out + r * dim);
 }
 
 void Rope(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,

@@ -1,7 +1,8 @@
 #include "kernels/cpu/matrix.h"
 
-#include <bit>
 #include <cstring>
+
+#include "kernels/cpu/bf16.h"
 
 namespace prepack::cpu {
 
@@ -11,8 +12,7 @@ void DecodeMatrixRow(const Matrix& w, int64_t row, int64_t k, float* out) {
         return;
     }
     if (w.bf16 != nullptr) {
-        const uint16_t* src = w.bf16 + row * k;
-        for (int64_t j = 0; j < k; ++j) out[j] = std::bit_cast<float>(static_cast<uint32_t>(src[j]) << 16);
+        Bf16ToF32Row(w.bf16 + row * k, out, static_cast<size_t>(k));
         return;
     }
     for (int s = 0; s < w.n_quant; ++s) {
