@@ -80,6 +80,7 @@ struct CRequest {
         c.lazy = r.lazy ? 1 : 0;
         c.lazy_keep_ratio = r.lazy_keep_ratio;
         c.lazy_schedule = r.lazy_schedule.empty() ? nullptr : r.lazy_schedule.c_str();
+        c.lazy_revive_limit = r.lazy_revive_limit;
     }
     CRequest(const CRequest&) = delete;
     CRequest& operator=(const CRequest&) = delete;
@@ -156,6 +157,7 @@ Request::Request() {
     deadline_ms = r.deadline_ms;
     lazy = r.lazy != 0;
     lazy_keep_ratio = r.lazy_keep_ratio;
+    lazy_revive_limit = r.lazy_revive_limit;
 }
 
 // ---- Stream ---------------------------------------------------------------

@@ -100,6 +100,7 @@ struct Request {
     bool                     lazy;            // LazyLLM pruning of the prompt
     float                    lazy_keep_ratio; // 0 = the default schedule; see prepack.h
     std::string              lazy_schedule;   // "LAYER:KEEP,..."; "" = unset
+    int32_t                  lazy_revive_limit; // pruned tokens a decode step may bring back: 0 = default, -1 = no bound
 };
 
 // One generated token, copied out of the C event.

@@ -39,6 +39,7 @@ absl::StatusOr<Request> ToRequest(const prepack_request* in) {
     out.lazy = r.lazy != 0;
     out.lazy_keep_ratio = r.lazy_keep_ratio;
     if (r.lazy_schedule != nullptr) out.lazy_schedule = r.lazy_schedule;
+    out.lazy_revive_limit = r.lazy_revive_limit;
     return out;
 }
 

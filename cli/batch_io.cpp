@@ -66,6 +66,7 @@ absl::StatusOr<BatchItem> ParseRequestLine(const std::string& line, size_t n) {
     PP_RETURN_IF_ERROR(Field(j, "logprobs", &r.logprobs, n));
     PP_RETURN_IF_ERROR(Field(j, "lazy", &r.lazy, n));
     PP_RETURN_IF_ERROR(Field(j, "lazy_schedule", &r.lazy_schedule, n));
+    PP_RETURN_IF_ERROR(Field(j, "lazy_revive_limit", &r.lazy_revive_limit, n));
     if (j.contains("stop")) {
         if (!j["stop"].is_array()) return absl::InvalidArgumentError(absl::StrCat("line ", n, ": 'stop' must be an array"));
         for (const auto& s : j["stop"]) {

@@ -6,6 +6,10 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
 #include "core/base/aligned_buffer.h"
 #include "core/base/runtime.h"
 #include "kernels/cpu/bf16.h"
@@ -29,6 +33,18 @@ double Median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+absl::StatusOr<std::vector<int32_t>> ParseIntList(const char* flag, const std::string& text, int32_t min) {
+    std::vector<int32_t> out;
+    for (const std::string& item : std::vector<std::string>(absl::StrSplit(text, ','))) {
+        int32_t n = 0;
+        if (!absl::SimpleAtoi(item, &n) || n < min) {
+            return absl::InvalidArgumentError(absl::StrCat(flag, ": '", item, "' is not a number >= ", min));
+        }
+        out.push_back(n);
+    }
+    return out;
 }
 
 namespace {

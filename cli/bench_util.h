@@ -5,13 +5,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
+
+#include "core/base/status.h"
 
 namespace prepack::cli {
 
 // Runs `fn` `warmup` times untimed, then `reps` times; returns the seconds of each timed run.
 std::vector<double> TimeRuns(const std::function<void()>& fn, int warmup, int reps);
 double Median(std::vector<double> v);
+
+// A flag's comma-separated integers, each at least `min`; the error names
+// the flag and the item.
+absl::StatusOr<std::vector<int32_t>> ParseIntList(const char* flag, const std::string& text, int32_t min);
 
 // f32 GEMM GFLOP/s on large square matrices through the engine's GEMM
 // library (best of several runs: the ceiling, not the typical value).

@@ -2,7 +2,8 @@
 // generation on real text. Prompts (150-500 tokens) are the model's own
 // greedy continuations of story openings, or lines of --prompts FILE; for
 // each, the first token's distribution with and without pruning (top-1
-// agreement, KL divergence) and the first 32 greedy tokens are compared.
+// agreement, KL divergence) and the first 32 greedy tokens are compared,
+// under each revival bound asked for (the bound changes only decode steps).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,10 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_util.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/engine/generate.h"
 #include "core/base/runtime.h"
+#include "core/lazyllm/lazy_state.h"
 
 namespace prepack::cli {
 namespace {
@@ -22,6 +25,7 @@ struct EvalLazyOptions {
     CommonOptions common;
     std::string   prompts_file;
     std::string   schedule;
+    std::string   revive_limits = "0,-1";
     int32_t       prompts = 40;
     int32_t       min_tokens = 150, max_tokens = 500;
     int32_t       compare_tokens = 32;
@@ -68,7 +72,7 @@ int32_t Argmax(const std::vector<float>& v) {
 }
 
 absl::StatusOr<GenerateResult> Greedy(StepRunner& forward, std::vector<int32_t> prompt, int32_t n,
-                                      const LazySchedule* lazy) {
+                                      const LazySchedule* lazy, int32_t revive_limit = 0) {
     GenerateRequest r;
     r.prompt_tokens = std::move(prompt);
     r.max_tokens = n;
@@ -76,6 +80,7 @@ absl::StatusOr<GenerateResult> Greedy(StepRunner& forward, std::vector<int32_t> 
     r.ignore_eos = true;
     r.lazy = lazy != nullptr;
     if (lazy) r.lazy_schedule = *lazy;
+    r.lazy_revive_limit = revive_limit;
     return Generate(forward, r);
 }
 
@@ -127,7 +132,18 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> BuildPrompts(const EvalLazyOpt
     return prompts;
 }
 
+// One revival bound's agreement with full generation, summed over prompts.
+struct BoundTally {
+    int32_t limit;             // as requested (0 = the default)
+    int32_t top1 = 0, exact = 0;
+    double  kl = 0.0, agree = 0.0, work = 0.0, work_end = 0.0;
+};
+
 int Run(const EvalLazyOptions& o) {
+    absl::StatusOr<std::vector<int32_t>> limits = ParseIntList("--revive-limits", o.revive_limits, -1);
+    if (!limits.ok()) return Fail(limits.status());
+    std::vector<BoundTally> bounds;
+    for (int32_t limit : *limits) bounds.push_back({limit});
     absl::StatusOr<Loaded> loaded = Load(o.common, 2 * int64_t{std::max(o.max_tokens, 512)});
     if (!loaded.ok()) return Fail(loaded.status());
     const ModelConfig& c = loaded->model->config();
@@ -137,8 +153,6 @@ int Run(const EvalLazyOptions& o) {
     absl::StatusOr<std::vector<std::vector<int32_t>>> prompts = BuildPrompts(o, forward);
     if (!prompts.ok()) return Fail(prompts.status());
 
-    int32_t top1 = 0, exact32 = 0;
-    double kl_sum = 0.0, agree_sum = 0.0, work_sum = 0.0;
     int64_t token_sum = 0;
     nlohmann::json per_prompt = nlohmann::json::array();
     for (size_t i = 0; i < prompts->size(); ++i) {
@@ -146,34 +160,53 @@ int Run(const EvalLazyOptions& o) {
         std::fprintf(stderr, "eval lazy: prompt %zu of %zu (%zu tokens)\n", i + 1, prompts->size(), p.size());
         absl::StatusOr<GenerateResult> full = Greedy(forward, p, o.compare_tokens, nullptr);
         if (!full.ok()) return Fail(full.status());
-        absl::StatusOr<GenerateResult> lazy = Greedy(forward, p, o.compare_tokens, &*schedule);
-        if (!lazy.ok()) return Fail(lazy.status());
-        const std::vector<double> lp = LogSoftmax(full->first_logits), lq = LogSoftmax(lazy->first_logits);
-        double kl = 0.0;
-        for (size_t v = 0; v < lp.size(); ++v) kl += std::exp(lp[v]) * (lp[v] - lq[v]);
-        int32_t same = 0;
-        for (int32_t t = 0; t < o.compare_tokens; ++t) same += full->tokens[t] == lazy->tokens[t];
-        const bool top1_same = Argmax(full->first_logits) == Argmax(lazy->first_logits);
-        top1 += top1_same;
-        exact32 += same == o.compare_tokens;
-        kl_sum += kl;
-        agree_sum += double(same) / o.compare_tokens;
-        work_sum += lazy->prompt_work_fraction;
         token_sum += static_cast<int64_t>(p.size());
-        per_prompt.push_back({{"prompt_tokens", p.size()}, {"top1_same", top1_same}, {"kl", kl},
-                              {"greedy_same", same}, {"work_fraction", lazy->prompt_work_fraction}});
+        const std::vector<double> lp = LogSoftmax(full->first_logits);
+        nlohmann::json row = {{"prompt_tokens", p.size()}};
+        for (BoundTally& b : bounds) {
+            absl::StatusOr<GenerateResult> lazy = Greedy(forward, p, o.compare_tokens, &*schedule, b.limit);
+            if (!lazy.ok()) return Fail(lazy.status());
+            const std::vector<double> lq = LogSoftmax(lazy->first_logits);
+            double kl = 0.0;
+            for (size_t v = 0; v < lp.size(); ++v) kl += std::exp(lp[v]) * (lp[v] - lq[v]);
+            int32_t same = 0;
+            for (int32_t t = 0; t < o.compare_tokens; ++t) same += full->tokens[t] == lazy->tokens[t];
+            const bool top1_same = Argmax(full->first_logits) == Argmax(lazy->first_logits);
+            b.top1 += top1_same;
+            b.exact += same == o.compare_tokens;
+            b.kl += kl;
+            b.agree += double(same) / o.compare_tokens;
+            b.work += lazy->prompt_work_fraction;
+            b.work_end += lazy->prompt_work_fraction_end;
+            row[absl::StrCat("revive_limit_", *ResolveReviveLimit(b.limit))] = {
+                {"top1_same", top1_same}, {"kl", kl}, {"greedy_same", same},
+                {"work_fraction", lazy->prompt_work_fraction},
+                {"work_fraction_end", lazy->prompt_work_fraction_end}};
+        }
+        per_prompt.push_back(row);
     }
     const double n = static_cast<double>(prompts->size());
+    nlohmann::json by_bound = nlohmann::json::array();
+    for (const BoundTally& b : bounds) {
+        by_bound.push_back({
+            {"revive_limit", *ResolveReviveLimit(b.limit)},
+            {"first_token_top1_agreement", b.top1 / n},
+            {"first_token_kl", b.kl / n},
+            {"greedy_agreement", b.agree / n},
+            {"greedy_exact", b.exact / n},
+            {"work_fraction", b.work / n},
+            // After the compared tokens: how many pruned token-layers decode brought back.
+            {"work_fraction_end", b.work_end / n},
+        });
+    }
     const nlohmann::json out = {
         {"model", loaded->model->source()},
         {"schedule", FormatLazySchedule(*schedule)},
         {"prompts", prompts->size()},
         {"mean_prompt_tokens", token_sum / n},
-        {"first_token_top1_agreement", top1 / n},
-        {"first_token_kl", kl_sum / n},
-        {"greedy32_agreement", agree_sum / n},
-        {"greedy32_exact", exact32 / n},
-        {"work_fraction", work_sum / n},
+        {"compare_tokens", o.compare_tokens},
+        {"default_revive_limit", kDefaultLazyReviveLimit},
+        {"by_revive_limit", by_bound},
         {"per_prompt", per_prompt},
     };
     if (o.common.json) {
@@ -182,11 +215,16 @@ int Run(const EvalLazyOptions& o) {
     }
     std::printf("model %s, schedule %s, %zu prompts of %.0f tokens on average\n", loaded->model->source().c_str(),
                 out["schedule"].get<std::string>().c_str(), prompts->size(), token_sum / n);
-    std::printf("first-token top-1 agreement   %6.1f%%\n", 100.0 * top1 / n);
-    std::printf("first-token KL(full || lazy)  %8.4f nats\n", kl_sum / n);
-    std::printf("first %d greedy tokens equal  %6.1f%% (all %d equal: %.1f%% of prompts)\n", o.compare_tokens,
-                100.0 * agree_sum / n, o.compare_tokens, 100.0 * exact32 / n);
-    std::printf("prompt token-layers computed  %6.1f%%\n", 100.0 * work_sum / n);
+    std::printf("%-22s %8s %10s %14s %10s %14s\n", "revival bound", "top-1", "KL (nats)",
+                absl::StrCat("greedy ", o.compare_tokens).c_str(), "all equal", "work pre/post");
+    for (const nlohmann::json& b : by_bound) {
+        const int32_t limit = b["revive_limit"].get<int32_t>();
+        const std::string name = limit < 0 ? "none" : absl::StrCat(limit, limit == kDefaultLazyReviveLimit ? " (default)" : "");
+        std::printf("%-22s %7.1f%% %10.4f %13.1f%% %9.1f%% %6.1f%%/%5.1f%%\n", name.c_str(),
+                    100.0 * b["first_token_top1_agreement"].get<double>(), b["first_token_kl"].get<double>(),
+                    100.0 * b["greedy_agreement"].get<double>(), 100.0 * b["greedy_exact"].get<double>(),
+                    100.0 * b["work_fraction"].get<double>(), 100.0 * b["work_fraction_end"].get<double>());
+    }
     return 0;
 }
 
@@ -198,6 +236,8 @@ void AddEvalLazy(CLI::App& eval, int* exit_code) {
     AddCommonOptions(cmd, &o->common);
     cmd->add_option("--prompts", o->prompts_file, "text file, one prompt per line (default: built from the model's own stories)");
     cmd->add_option("--lazy-schedule", o->schedule, "LAYER:KEEP,... (default: the model's default schedule)");
+    cmd->add_option("--revive-limits", o->revive_limits,
+                    "comma-separated revival bounds, each evaluated (0 = the default, -1 = no bound)");
     cmd->add_option("--count", o->prompts, "prompts to evaluate")->check(CLI::Range(1, 100000));
     cmd->add_option("--min-prompt-tokens", o->min_tokens, "built prompts: shortest")->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--max-prompt-tokens", o->max_tokens, "built prompts: longest")->check(CLI::Range(2, 1 << 20));

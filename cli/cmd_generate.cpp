@@ -20,6 +20,7 @@ struct GenerateOptions {
     std::vector<std::string> stop;
     bool                     lazy = false;
     std::string              lazy_schedule;
+    int32_t                  lazy_revive_limit = 0;
     bool                     parse_special = false;
 };
 
@@ -30,6 +31,7 @@ int Run(const GenerateOptions& o) {
     req.sampling = o.sampling;
     req.stop = o.stop;
     req.parse_special = o.parse_special;
+    req.lazy_revive_limit = o.lazy_revive_limit;
     // Check cheap things before loading a model.
     if (absl::Status s = ValidateSamplingParams(req.sampling); !s.ok()) return Fail(s);
 
@@ -72,7 +74,11 @@ int Run(const GenerateOptions& o) {
         {"prompt_work_fraction", r->prompt_work_fraction},
         {"prompt_layer_fractions", r->prompt_layer_fractions},
     };
-    if (req.lazy) j["lazy_schedule"] = FormatLazySchedule(req.lazy_schedule);
+    if (req.lazy) {
+        j["lazy_schedule"] = FormatLazySchedule(req.lazy_schedule);
+        j["max_revived_in_step"] = r->max_revived_in_step;
+        j["prompt_work_fraction_end"] = r->prompt_work_fraction_end;
+    }
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
 }
@@ -100,6 +106,9 @@ void AddGenerate(CLI::App& app, int* exit_code) {
     cmd->add_flag("--lazy", o->lazy, "LazyLLM: prune prompt tokens the next token barely attends to");
     cmd->add_option("--lazy-schedule", o->lazy_schedule,
                     "LazyLLM schedule LAYER:KEEP,... (implies --lazy; default: full first quarter, then 50%, 30%, 15%)");
+    cmd->add_option("--lazy-revive-limit", o->lazy_revive_limit,
+                    "LazyLLM: pruned tokens one decode step may bring back (0 = the default, -1 = no bound)")
+        ->check(CLI::Range(-1, 1 << 30));
     cmd->callback([o, exit_code]() { *exit_code = Run(*o); });
 }
 

@@ -110,6 +110,11 @@ grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::str
     if (in.lazy().has_keep_ratio() && !(in.lazy().keep_ratio() > 0.0f && in.lazy().keep_ratio() <= 1.0f)) {
         return Invalid(p, "lazy.keep_ratio", "must be in (0, 1], got " + Num(in.lazy().keep_ratio()));
     }
+    if (in.lazy().has_revive_limit() && in.lazy().revive_limit() < -1) {
+        return Invalid(p, "lazy.revive_limit",
+                       "must be -1 (no bound), 0 (the default) or a count > 0, got " +
+                           std::to_string(in.lazy().revive_limit()));
+    }
     return CheckPrompt(in, p, model, max_prompt_bytes);
 }
 
@@ -166,6 +171,7 @@ grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::s
     if (in.lazy().has_keep_ratio()) r.lazy_keep_ratio = in.lazy().keep_ratio();
     out->lazy_schedule = in.lazy().schedule();
     if (!out->lazy_schedule.empty()) r.lazy_schedule = out->lazy_schedule.c_str();
+    r.lazy_revive_limit = in.lazy().revive_limit();
 
     if (deadline != std::chrono::system_clock::time_point::max()) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::system_clock::now());

@@ -147,6 +147,19 @@ TEST(BenchLazyCli, JsonHasTheContractKeys) {
         EXPECT_NEAR(r["work_fraction"].get<double>(), 3.25 / 6.0, 0.02);
     }
     EXPECT_EQ(j["schedule"], "1:0.5,2:0.3,4:0.15");
+    // One lazy variant per revival bound asked for (here the default and none).
+    for (const auto& r : j["results"]) {
+        ASSERT_EQ(r["lazy"].size(), 2u);
+        EXPECT_EQ(r["lazy"][0]["revive_limit"], j["default_revive_limit"]);
+        EXPECT_EQ(r["lazy"][1]["revive_limit"], -1);
+        for (const auto& v : r["lazy"]) {
+            ASSERT_EQ(v["outputs"].size(), 1u);
+            EXPECT_EQ(v["outputs"][0]["output_tokens"], 2);
+            for (const char* key : {"total_ms_full", "total_ms_keep1", "total_ms", "total_speedup"}) {
+                EXPECT_GT(v["outputs"][0][key].get<double>(), 0.0) << key;
+            }
+        }
+    }
     const std::string bad = testing::RunCli("bench lazy --model synthetic:tiny --prompt-tokens 64 --lazy-schedule 9:0.5",
                                             &code, /*merge_stderr=*/true);
     EXPECT_NE(code, 0);
@@ -162,11 +175,23 @@ TEST(EvalLazyCli, ReportsFidelityOnStories) {
     ASSERT_EQ(code, 0) << out;
     const auto j = nlohmann::json::parse(out);
     EXPECT_EQ(j["prompts"], 4);
-    for (const char* key : {"first_token_top1_agreement", "first_token_kl", "greedy32_agreement"}) {
-        ASSERT_TRUE(j.contains(key)) << key;
-        EXPECT_GE(j[key].get<double>(), 0.0) << key;
+    // The default revival bound and none, as the command evaluates by default.
+    const auto& bounds = j["by_revive_limit"];
+    ASSERT_EQ(bounds.size(), 2u);
+    EXPECT_EQ(bounds[0]["revive_limit"], j["default_revive_limit"]);
+    EXPECT_EQ(bounds[1]["revive_limit"], -1);
+    for (const auto& b : bounds) {
+        for (const char* key : {"first_token_top1_agreement", "greedy_agreement", "work_fraction", "work_fraction_end"}) {
+            EXPECT_GE(b[key].get<double>(), 0.0) << key;
+            EXPECT_LE(b[key].get<double>(), 1.0) << key;
+        }
+        EXPECT_GE(b["first_token_kl"].get<double>(), 0.0);
+        // Decode steps only add to the prompt's work.
+        EXPECT_GE(b["work_fraction_end"].get<double>(), b["work_fraction"].get<double>());
     }
-    EXPECT_LE(j["first_token_top1_agreement"].get<double>(), 1.0);
+    // A bound changes decode steps only: the prefill, and so the first token, is the same.
+    EXPECT_EQ(bounds[0]["first_token_kl"], bounds[1]["first_token_kl"]);
+    EXPECT_EQ(bounds[0]["work_fraction"], bounds[1]["work_fraction"]);
     EXPECT_GE(j["mean_prompt_tokens"].get<double>(), 150.0);
     EXPECT_LE(j["mean_prompt_tokens"].get<double>(), 500.0);
 }

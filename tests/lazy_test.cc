@@ -16,6 +16,7 @@
 #include "core/lazyllm/lazy_state.h"
 #include "core/model/reference.h"
 #include "kernels/cpu/bf16.h"
+#include "kernels/cpu/held_keys.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -99,6 +100,9 @@ protected:
         }
         return logits;
     }
+
+    // Revived tokens' K/V equal the reference's, with revival bound `limit`.
+    void CheckRevivedKv(int32_t limit);
 
     static int32_t Argmax(const std::vector<float>& v) {
         return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
@@ -190,43 +194,62 @@ TEST_P(LazyAttentionDType, SparseQueriesAndAbsentKeysEqualNaive) {
         std::copy_n(keys.begin() + size_t(j) * kvd, kvd, k_slab.begin() + dst);
         std::copy_n(values.begin() + size_t(j) * kvd, kvd, v_slab.begin() + dst);
     }
-    std::vector<int16_t> depth(n_keys);
-    for (int j = 0; j < n_keys; ++j) depth[j] = static_cast<int16_t>(rng() % 4);   // about half absent at layer 2
-    std::vector<int32_t> q_slots = {3, 4, 9, 10, 11, 30, 31, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 69};
-    for (int32_t s : q_slots) depth[s] = 5;   // a query's own key is always held
-    const int nq = static_cast<int>(q_slots.size());
-    std::vector<float> q(size_t(nq) * n_heads * hd), out(q.size(), 0.0f), want(q.size());
-    for (auto& x : q) x = u(rng);
-
-    cpu::AttentionSpan span{0, nq, 0, table.data()};
-    span.q_slots = q_slots.data();
-    span.key_depth = depth.data();
-    span.layer = layer;
-    const cpu::AttentionShape shape{n_heads, n_kv, hd, n_heads * hd, n_heads * hd};
     std::vector<uint16_t> k16(k_slab.size()), v16(v_slab.size());
     cpu::F32ToBf16Row(k_slab.data(), k16.data(), k_slab.size());
     cpu::F32ToBf16Row(v_slab.data(), v16.data(), v_slab.size());
     const cpu::PagedKv kv = dtype == cpu::DType::kBf16
                                 ? cpu::PagedKv{k16.data(), v16.data(), bs, kvd, cpu::DType::kBf16}
                                 : cpu::PagedKv{k_slab.data(), v_slab.data(), bs, kvd};
-    cpu::PagedAttention(q.data(), out.data(), shape, &span, 1, kv);
-    for (int i = 0; i < nq; ++i) {
-        NaiveQuery(q.data() + size_t(i) * n_heads * hd, keys, values, depth, layer, q_slots[i], n_heads, n_kv, hd,
-                   want.data() + size_t(i) * n_heads * hd);
-    }
-    EXPECT_LT(MaxRelDiff(out.data(), want.data(), out.size()), 1e-5);
-
-    // The last query's head-averaged probabilities: over held keys, summing to 1.
-    std::vector<float> scores(q_slots.back() + 1);
-    cpu::LastQueryScores(q.data(), shape, span, kv, scores.data());
-    double sum = 0;
-    for (int j = 0; j <= q_slots.back(); ++j) {
-        if (depth[j] < layer) {
-            EXPECT_EQ(scores[j], 0.0f) << j;
+    const cpu::AttentionShape shape{n_heads, n_kv, hd, n_heads * hd, n_heads * hd};
+    // Both ways the kernel attends over absent keys: a compact copy of the
+    // held ones (many queries, or few keys held) and masking (one query that
+    // sees mostly held keys).
+    struct Case {
+        const char*          name;
+        std::vector<int32_t> q_slots;
+        int                  absent_percent;   // each key's chance of being absent at `layer`
+        bool                 compacted;
+    };
+    const std::vector<Case> cases = {
+        {"many queries, half held", {3, 4, 9, 10, 11, 30, 31, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 69}, 50, true},
+        {"one query, few held", {69}, 75, true},
+        {"one query, most held", {66}, 20, false},
+    };
+    for (const Case& tc : cases) {
+        SCOPED_TRACE(tc.name);
+        std::vector<int16_t> depth(n_keys);
+        for (int j = 0; j < n_keys; ++j) {
+            depth[j] = static_cast<int16_t>(static_cast<int>(rng() % 100) < tc.absent_percent ? rng() % layer : layer + rng() % 3);
         }
-        sum += scores[j];
+        for (int32_t s : tc.q_slots) depth[s] = 5;   // a query's own key is always held
+        const int nq = static_cast<int>(tc.q_slots.size());
+        std::vector<float> q(size_t(nq) * n_heads * hd), out(q.size(), 0.0f), want(q.size());
+        for (auto& x : q) x = u(rng);
+
+        cpu::AttentionSpan span{0, nq, 0, table.data()};
+        span.q_slots = tc.q_slots.data();
+        span.key_depth = depth.data();
+        span.layer = layer;
+        ASSERT_EQ(cpu::WorthCompacting(span), tc.compacted);
+        cpu::PagedAttention(q.data(), out.data(), shape, &span, 1, kv);
+        for (int i = 0; i < nq; ++i) {
+            NaiveQuery(q.data() + size_t(i) * n_heads * hd, keys, values, depth, layer, tc.q_slots[i], n_heads, n_kv,
+                       hd, want.data() + size_t(i) * n_heads * hd);
+        }
+        EXPECT_LT(MaxRelDiff(out.data(), want.data(), out.size()), 1e-5);
+
+        // The last query's head-averaged probabilities: over held keys, summing to 1.
+        std::vector<float> scores(tc.q_slots.back() + 1);
+        cpu::LastQueryScores(q.data(), shape, span, kv, scores.data());
+        double sum = 0;
+        for (int j = 0; j <= tc.q_slots.back(); ++j) {
+            if (depth[j] < layer) {
+                EXPECT_EQ(scores[j], 0.0f) << j;
+            }
+            sum += scores[j];
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
     }
-    EXPECT_NEAR(sum, 1.0, 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(KvDType, LazyAttentionDType, ::testing::Values(cpu::DType::kF32, cpu::DType::kBf16),
@@ -267,7 +290,8 @@ TEST_F(LazyForward, KeepOneIsBitIdenticalToNoPruning) {
     const LazySchedule keep_all = {{1, 1.0f}, {3, 1.0f}};
     auto plain = NewSeq(RandomTokens(150, 300, 1), nullptr);
     auto lazy = NewSeq(plain->tokens, &keep_all);
-    for (int step = 0; step < 6; ++step) {
+    // The prefill and 64 decode steps.
+    for (int step = 0; step < 65; ++step) {
         const auto a = Step({plain.get()});
         const auto b = Step({lazy.get()});
         ASSERT_EQ(a.size(), 1u);
@@ -304,6 +328,61 @@ TEST_F(LazyForward, WorkFollowsTheScheduleInClosedForm) {
 }
 
 TEST_F(LazyForward, RevivedTokensResumeFromTheAuxCacheWithFullRecomputeKv) {
+    // Without a revival bound and with one.
+    for (const int32_t limit : {-1, 3}) {
+        SCOPED_TRACE(limit < 0 ? "no revival bound" : "at most 3 revived per step");
+        CheckRevivedKv(limit);
+    }
+}
+
+TEST_F(LazyForward, ReviveLimitBoundsTheTokensEachStepBringsBack) {
+    const int n = 300, limit = 3;
+    const LazySchedule sch = DefaultLazySchedule(6);
+    const std::vector<int32_t> prompt = RandomTokens(n, 300, 11);
+    auto bounded = NewSeq(prompt, &sch);
+    auto free = NewSeq(prompt, &sch);
+    bounded->lazy->set_revive_limit(limit);
+    int binding_steps = 0, free_steps_over = 0;
+    for (int step = 0; step < 24; ++step) {
+        for (Seq* s : {bounded.get(), free.get()}) {
+            // Counted from the depths, independently of the state's own count.
+            const int32_t before_n = static_cast<int32_t>(s->tokens.size()) - (step == 0 ? n : 1);
+            std::vector<int16_t> before(before_n);
+            for (int32_t j = 0; j < before_n; ++j) before[j] = s->lazy->depth(j);
+            const int64_t revived_before = s->lazy->revived();
+            const auto logits = Step({s});
+            ASSERT_EQ(logits.size(), 1u);
+            int deeper = 0;
+            for (int32_t j = 0; j < before_n; ++j) deeper += s->lazy->depth(j) > before[j] ? 1 : 0;
+            EXPECT_EQ(s->lazy->revived() - revived_before, deeper) << "step " << step;
+            if (s == bounded.get()) {
+                EXPECT_LE(deeper, limit) << "step " << step;
+                binding_steps += deeper == limit ? 1 : 0;
+            } else {
+                free_steps_over += deeper > limit ? 1 : 0;
+            }
+            s->tokens.push_back(Argmax(logits[0]));
+        }
+    }
+    EXPECT_GT(binding_steps, 0) << "the bound never came into play";
+    EXPECT_GT(free_steps_over, 0) << "without the bound no step brought back more than it allows";
+    EXPECT_LE(bounded->lazy->max_revived_in_step(), limit);
+    EXPECT_EQ(bounded->lazy->recomputed(), 0);
+    // Fewer tokens came back, so less of the prompt was computed.
+    EXPECT_LT(bounded->lazy->PromptWorkFraction(), free->lazy->PromptWorkFraction());
+}
+
+TEST(ReviveLimit, ResolvesTheApiSpelling) {
+    EXPECT_EQ(*ResolveReviveLimit(0), kDefaultLazyReviveLimit);
+    EXPECT_EQ(*ResolveReviveLimit(-1), -1);
+    EXPECT_EQ(*ResolveReviveLimit(5), 5);
+    const absl::StatusOr<int32_t> bad = ResolveReviveLimit(-2);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find("-2"), std::string::npos) << bad.status();
+}
+
+void LazyForward::CheckRevivedKv(int32_t limit) {
     // One pruning point after layer 1: until then every token is computed in
     // full, so a pruned token's aux state is exactly the reference's hidden
     // state after layer 1, and when a decode step revives it, its K/V at
@@ -311,6 +390,7 @@ TEST_F(LazyForward, RevivedTokensResumeFromTheAuxCacheWithFullRecomputeKv) {
     const int n = 120, L = 6;
     const LazySchedule sch = {{1, 0.3f}};
     auto s = NewSeq(RandomTokens(n, 300, 5), &sch);
+    s->lazy->set_revive_limit(limit);
     std::vector<int16_t> before;
     int revived = 0;
     ReferenceForward ref(*model_);

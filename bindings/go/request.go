@@ -23,6 +23,7 @@ type Request struct {
 	Lazy              bool    // LazyLLM: prune prompt tokens the next token barely attends to
 	LazyKeepRatio     float32 // LazyLLM: how hard to prune, in (0, 1]; 0 = the default schedule
 	LazySchedule      string  // LazyLLM: "LAYER:KEEP,..." (overrides LazyKeepRatio)
+	LazyReviveLimit   int     // LazyLLM: pruned tokens a decode step may bring back; 0 = the default, -1 = no bound
 }
 
 // toNative returns a native copy; the caller deletes it.
@@ -66,5 +67,6 @@ func (r *Request) toNative() native.Request {
 	n.SetLazy(r.Lazy)
 	n.SetLazyKeepRatio(r.LazyKeepRatio)
 	n.SetLazySchedule(r.LazySchedule)
+	n.SetLazyReviveLimit(r.LazyReviveLimit)
 	return n
 }

@@ -80,8 +80,10 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     } else if (!request.lazy_schedule.empty()) {
         return absl::InvalidArgumentError("lazy_schedule is set but lazy pruning is off");
     }
+    PP_ASSIGN_OR_RETURN(const int32_t revive_limit, ResolveReviveLimit(request.lazy_revive_limit));
     auto seq = std::make_shared<Sequence>(std::move(request), model_->tokenizer(), c.max_context);
     seq->lazy_schedule = std::move(lazy);
+    seq->lazy_revive_limit = revive_limit;
     Request& r = seq->request;
     PP_ASSIGN_OR_RETURN(seq->tokens, ResolvePrompt(*model_, r.prompt, r.prompt_tokens, r.add_bos, r.parse_special));
     seq->n_prompt = static_cast<int32_t>(seq->tokens.size());

@@ -27,12 +27,14 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
     // LazyLLM scores tokens by the prompt's last token, so a pruned prompt
     // is prefilled in one step.
     std::unique_ptr<LazyState> lazy;
+    PP_ASSIGN_OR_RETURN(const int32_t revive_limit, ResolveReviveLimit(request.lazy_revive_limit));
     if (request.lazy) {
         lazy = std::make_unique<LazyState>(forward.pool(), c.n_layers, c.dim,
                                            request.lazy_schedule.empty() ? DefaultLazySchedule(c.n_layers)
                                                                          : request.lazy_schedule,
                                            0);
         lazy->set_n_prompt(n_prompt);
+        lazy->set_revive_limit(revive_limit);
         PP_RETURN_IF_ERROR(lazy->aux().Reserve(n_prompt));
     }
     const int32_t chunk = lazy ? n_prompt : kPrefillChunk;
@@ -66,6 +68,9 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
     for (int32_t i = 0; i < request.max_tokens; ++i) {
         NextToken next = output.Next({out.logits.data(), static_cast<size_t>(c.vocab_size)}, &history);
         result.tokens.push_back(next.token);
+        result.token_seconds.push_back(NowSeconds() - t0);
+        result.token_work_fraction.push_back(lazy ? lazy->PromptWorkFraction() : 1.0);
+        result.token_revived.push_back(lazy ? lazy->revived() : 0);
         if (!next.text.empty()) {
             result.text += next.text;
             if (on_text) on_text(next.text);
@@ -82,7 +87,10 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
         PP_RETURN_IF_ERROR(forward.Run(plan, &out));
     }
     result.decode_seconds = NowSeconds() - t1;
-    if (lazy) result.prompt_work_fraction_end = lazy->PromptWorkFraction();
+    if (lazy) {
+        result.prompt_work_fraction_end = lazy->PromptWorkFraction();
+        result.max_revived_in_step = lazy->max_revived_in_step();
+    }
     return result;
 }
 

@@ -27,6 +27,7 @@ struct GenerateRequest {
     bool                     ignore_eos = false;   // keep going after the model's EOS
     bool                     lazy = false;         // LazyLLM pruning (the prompt is prefilled in one step)
     LazySchedule             lazy_schedule;        // empty: the model's default schedule
+    int32_t                  lazy_revive_limit = 0;   // pruned tokens a step may bring back: ResolveReviveLimit
 };
 
 struct GenerateResult {
@@ -42,6 +43,13 @@ struct GenerateResult {
     double               prompt_work_fraction = 1.0;
     double               prompt_work_fraction_end = 1.0;   // also counting tokens decode steps brought back
     std::vector<double>  prompt_layer_fractions;
+    // Per generated token, when it was sampled: seconds since the prefill
+    // began, and under LazyLLM the prompt work fraction and the pruned
+    // tokens brought back so far (so one run reports every output length).
+    std::vector<double>  token_seconds;
+    std::vector<double>  token_work_fraction;
+    std::vector<int64_t> token_revived;
+    int32_t              max_revived_in_step = 0;
 };
 
 using TextCallback = std::function<void(std::string_view)>;

@@ -193,7 +193,7 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
     std::memset(att_.data(), 0, t * c.q_dim() * sizeof(float));
 
     InitStepRows(plan, &row_pos_, &row_slot_, &seq_rows_);
-    ReserveLazyDepths(plan);
+    BeginLazyStep(plan);
     // Spans and shared-prefix groups stay the same in every layer (until a
     // LazyLLM pruning moves rows).
     PlanAttention(plan);
@@ -215,7 +215,7 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
                   row_pos_.data(), inv_freq_.data(), neox);
         WriteKv(plan, l);
         Attention(l);
-        const bool prune = PrunesAfter(plan, l, c.n_layers);
+        const bool prune = PrunesAfter(plan, seq_rows_, l);
         if (prune) ScoreLastQueries(plan, l);
         cpu::Linear(att_.data(), lw.wo, x_.data(), t, d, c.q_dim(), true);   // x += attn Wo^T
 

@@ -20,7 +20,7 @@ void ForwardPass::ScoreLastQueries(const StepPlan& plan, int32_t layer) {
     lazy_scores_.resize(plan.seqs.size());
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];
-        if (s.lazy == nullptr || KeepAfter(*s.lazy, layer) <= 0.0f) continue;
+        if (!PruneCanChange(s, seq_rows_[k], layer)) continue;
         const int32_t horizon = row_slot_[seq_rows_[k].begin + seq_rows_[k].count - 1];
         lazy_scores_[k].resize(static_cast<size_t>(horizon) + 1);
         cpu::LastQueryScores(qkv_.data(), shape, spans_[k], kv, lazy_scores_[k].data());

@@ -127,7 +127,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     int64_t t = static_cast<int64_t>(plan.tokens.size());
     const int64_t d = c.dim, h = c.hidden_dim;
     InitStepRows(plan, &row_pos, &row_slot, &seq_rows);
-    ReserveLazyDepths(plan);
+    BeginLazyStep(plan);
     CudaStepMeta m = PlanRows(plan, out);
     cascade_queries += static_cast<uint64_t>(m.cascade_members);
     PP_RETURN_IF_ERROR(ReserveDevice(x, t * d * ActBytes(act)));
@@ -200,7 +200,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
                                                          " is above what the CUDA attention kernels handle (",
                                                          cuda::kTiledMaxHeadDim, ")"));
         }
-        const bool prune = PrunesAfter(plan, l, c.n_layers);
+        const bool prune = PrunesAfter(plan, seq_rows, l);
         if (prune) PP_RETURN_IF_ERROR(ScoreLastQueries(plan, m, l));
         PP_RETURN_IF_ERROR(blas->Linear(att.data(), lw.wo.data(), x.data(), t, d, c.q_dim(), true, act));
         cuda::RmsNorm(x.data(), lw.ffn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);

@@ -29,7 +29,7 @@ absl::Status CudaForwardPass::Impl::ScoreLastQueries(const StepPlan& plan, const
     lazy_scores.resize(plan.seqs.size());
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];
-        if (s.lazy == nullptr || KeepAfter(*s.lazy, layer) <= 0.0f) continue;
+        if (!PruneCanChange(s, seq_rows[k], layer)) continue;
         const int64_t last = seq_rows[k].begin + seq_rows[k].count - 1;
         const int32_t horizon = row_slot[last];
         const int32_t table_begin = m.ints[m.at[CudaStepMeta::kTableBegin] + last];
@@ -49,7 +49,7 @@ absl::Status CudaForwardPass::Impl::ScoreLastQueries(const StepPlan& plan, const
     size_t next = 0;
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];
-        if (s.lazy == nullptr || KeepAfter(*s.lazy, layer) <= 0.0f) continue;
+        if (!PruneCanChange(s, seq_rows[k], layer)) continue;
         const cuda::ScoreJob& job = jobs[next++];
         lazy_scores[k].assign(host.begin() + job.out_begin, host.begin() + job.out_begin + job.horizon + 1);
     }

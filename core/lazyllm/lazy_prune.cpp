@@ -7,9 +7,11 @@
 
 namespace prepack {
 
-void ReserveLazyDepths(const StepPlan& plan) {
+void BeginLazyStep(const StepPlan& plan) {
     for (const SeqStep& s : plan.seqs) {
-        if (s.lazy != nullptr) s.lazy->Reserve(s.kv->num_tokens() + s.n_tokens);
+        if (s.lazy == nullptr) continue;
+        s.lazy->Reserve(s.kv->num_tokens() + s.n_tokens);
+        s.lazy->BeginStep();
     }
 }
 
@@ -20,10 +22,14 @@ float KeepAfter(const LazyState& lazy, int32_t layer) {
     return -1.0f;
 }
 
-bool PrunesAfter(const StepPlan& plan, int32_t layer, int32_t n_layers) {
-    if (layer >= n_layers - 1) return false;   // nothing left to skip
-    for (const SeqStep& s : plan.seqs) {
-        if (s.lazy != nullptr && KeepAfter(*s.lazy, layer) > 0.0f) return true;
+bool PruneCanChange(const SeqStep& s, SeqRows rows, int32_t layer) {
+    if (s.lazy == nullptr || layer >= s.lazy->n_layers() - 1 || KeepAfter(*s.lazy, layer) <= 0.0f) return false;
+    return rows.count > 1 || s.lazy->HasStoppedAt(layer, s.kv->num_tokens() + s.n_tokens);
+}
+
+bool PrunesAfter(const StepPlan& plan, const std::vector<SeqRows>& seq_rows, int32_t layer) {
+    for (size_t k = 0; k < plan.seqs.size(); ++k) {
+        if (PruneCanChange(plan.seqs[k], seq_rows[k], layer)) return true;
     }
     return false;
 }
@@ -38,8 +44,7 @@ PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqR
         const SeqStep& s = plan.seqs[k];
         const SeqRows rows = seq_rows[k];
         const int64_t begin = static_cast<int64_t>(out.slot.size());
-        const float keep = s.lazy ? KeepAfter(*s.lazy, layer) : -1.0f;
-        if (keep <= 0.0f) {
+        if (!PruneCanChange(s, rows, layer)) {
             for (int32_t i = 0; i < rows.count; ++i) {
                 out.pos.push_back(row_pos[rows.begin + i]);
                 out.slot.push_back(row_slot[rows.begin + i]);
@@ -49,6 +54,7 @@ PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqR
             continue;
         }
         LazyState& lazy = *s.lazy;
+        const float keep = KeepAfter(lazy, layer);
         const std::vector<float>& score = scores[k];
         const int32_t last = row_slot[rows.begin + rows.count - 1];
         // Candidates: every token this layer holds. Keep the best
@@ -69,10 +75,24 @@ PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqR
         selected[last] = 1;
         active.assign(static_cast<size_t>(last) + 1, 0);
         for (int32_t i = 0; i < rows.count; ++i) active[row_slot[rows.begin + i]] = 1;
+        // Selected tokens that stopped at exactly this layer may come back,
+        // the best of them while the step's revival bound allows.
+        std::vector<int32_t> back;
+        for (int32_t j : cand) {
+            if (!active[j] && lazy.depth(j) == layer && lazy.aux().Get(j) != nullptr) back.push_back(j);
+        }
+        const int32_t room = lazy.revive_room();
+        if (static_cast<int32_t>(back.size()) > room) {
+            std::nth_element(back.begin(), back.begin() + room, back.end(), [&](int32_t a, int32_t b) {
+                return score[a] > score[b] || (score[a] == score[b] && a > b);
+            });
+            for (size_t i = room; i < back.size(); ++i) selected[back[i]] = 0;   // stays where it stopped
+            back.resize(room);
+        }
+        lazy.Revived(static_cast<int32_t>(back.size()));
 
         // Walk tokens in order: active ones stay if selected (or if the aux
-        // cache cannot take them); selected inactive ones that stopped at
-        // exactly this layer come back from the aux cache.
+        // cache cannot take them); the tokens of `back` come back from it.
         int32_t next_active = 0;
         for (int32_t j = 0; j <= last; ++j) {
             if (active[j]) {

@@ -13,16 +13,24 @@
 
 namespace prepack {
 
-// Makes room in each LazyLLM sequence's depth bookkeeping for the tokens
-// `plan` adds (called by a pass as its step starts).
-void ReserveLazyDepths(const StepPlan& plan);
+// Called by a pass as its step starts: makes room in each LazyLLM
+// sequence's depth bookkeeping for the tokens `plan` adds, and starts the
+// step's revival count.
+void BeginLazyStep(const StepPlan& plan);
 
 // The keep fraction of `lazy`'s schedule after `layer`, or a negative value
 // when it does not prune there.
 float KeepAfter(const LazyState& lazy, int32_t layer);
 
-// Whether any sequence of `plan` prunes after `layer` (never after the last).
-bool PrunesAfter(const StepPlan& plan, int32_t layer, int32_t n_layers);
+// Whether pruning after `layer` can change the rows of `s` (`rows` this
+// step): its schedule prunes there, and either several rows go on (some may
+// stop) or a token that stopped at exactly `layer` could come back. A lone
+// row is the sequence's last token, which always goes on, so a decode step
+// with nothing to bring back skips the scoring as well as the pruning.
+bool PruneCanChange(const SeqStep& s, SeqRows rows, int32_t layer);
+
+// Whether pruning can change any sequence of `plan` after `layer`.
+bool PrunesAfter(const StepPlan& plan, const std::vector<SeqRows>& seq_rows, int32_t layer);
 
 // The rows after pruning: per row its RoPE position, token index and where
 // its hidden state is now (an activation row or an aux cell, in the memory
@@ -38,7 +46,9 @@ struct PrunedRows {
 // `scores` (its last token always; ties to the more recent token); rows it
 // drops are Put into its aux cache from `x` (rows of `row_bytes`), which it
 // keeps if the cache is full; selected tokens that stopped at exactly this
-// layer come back from the cache. Other sequences keep their rows.
+// layer come back from the cache, the best-scored first, at most the
+// sequence's revive_room() of them. Sequences where PruneCanChange is
+// false keep their rows (and need no scores).
 PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqRows>& seq_rows,
                      const std::vector<int32_t>& row_pos, const std::vector<int32_t>& row_slot,
                      const std::vector<std::vector<float>>& scores, const char* x, size_t row_bytes);

@@ -1,6 +1,19 @@
 #include "core/lazyllm/lazy_state.h"
 
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
 namespace prepack {
+
+absl::StatusOr<int32_t> ResolveReviveLimit(int32_t requested) {
+    if (requested < -1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "lazy revive limit must be -1 (no bound), 0 (the default) or a count > 0, got ", requested));
+    }
+    return requested == 0 ? kDefaultLazyReviveLimit : requested;
+}
 
 LazyState::LazyState(KvBlockPool& pool, int32_t n_layers, int32_t dim, LazySchedule schedule, int32_t computed)
     : n_layers_(n_layers), schedule_(std::move(schedule)), aux_(pool, dim), prompt_work_(n_layers, 0) {
@@ -10,6 +23,31 @@ LazyState::LazyState(KvBlockPool& pool, int32_t n_layers, int32_t dim, LazySched
 
 void LazyState::Reserve(int32_t slots) {
     if (slots > static_cast<int32_t>(depth_.size())) depth_.resize(slots, -1);
+}
+
+void LazyState::BeginStep() {
+    revived_in_step_ = 0;
+    ++steps_;
+}
+
+int32_t LazyState::revive_room() const {
+    if (revive_limit_ < 0) return std::numeric_limits<int32_t>::max();
+    return std::max(0, revive_limit_ - revived_in_step_);
+}
+
+void LazyState::Revived(int32_t n) {
+    revived_in_step_ += n;
+    revived_ += n;
+    max_revived_in_step_ = std::max(max_revived_in_step_, revived_in_step_);
+}
+
+bool LazyState::HasStoppedAt(int32_t layer, int32_t end) const {
+    if (aux_.size() == 0) return false;
+    const int32_t n = std::min(end, static_cast<int32_t>(depth_.size()));
+    for (int32_t j = 0; j < n; ++j) {
+        if (depth_[j] == layer && aux_.Get(j) != nullptr) return true;
+    }
+    return false;
 }
 
 void LazyState::Computed(int32_t slot, int32_t layer) {

@@ -10,10 +10,24 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/base/status.h"
 #include "core/lazyllm/aux_cache.h"
 #include "core/lazyllm/lazy_schedule.h"
 
 namespace prepack {
+
+// How many pruned tokens one step may bring back when a request names no
+// bound. Revived tokens ride along the step's rows (the weights are read for
+// the decode token anyway), so a few per step cost little; an unbounded step
+// on a long prompt can hand back most of what pruning saved. Chosen by
+// measurement (docs/benchmarks.md, "LazyLLM"): 2, 4 and 8 were alike within
+// noise on speed, 4 kept greedy agreement on stories260K within 3 points of
+// no bound, 16 and more gave back the whole-generation gain on 1k prompts.
+constexpr int32_t kDefaultLazyReviveLimit = 4;
+
+// A request's revival bound as the APIs spell it: 0 = the default, -1 = no
+// bound, N > 0 = at most N per step. INVALID_ARGUMENT below -1.
+absl::StatusOr<int32_t> ResolveReviveLimit(int32_t requested);
 
 class LazyState {
 public:
@@ -22,6 +36,11 @@ public:
     LazyState(KvBlockPool& pool, int32_t n_layers, int32_t dim, LazySchedule schedule, int32_t computed);
 
     const LazySchedule& schedule() const { return schedule_; }
+    // At most this many pruned tokens come back in one step (negative: no
+    // bound). Each costs its remaining layers, so an unbounded step can hand
+    // back all the prefill saved (issue 19): see kDefaultLazyReviveLimit.
+    int32_t revive_limit() const { return revive_limit_; }
+    void set_revive_limit(int32_t limit) { revive_limit_ = limit; }
     int32_t n_layers() const { return n_layers_; }
     AuxCache& aux() { return aux_; }
 
@@ -31,7 +50,22 @@ public:
     int16_t depth(int32_t slot) const { return slot < static_cast<int32_t>(depth_.size()) ? depth_[slot] : -1; }
     // Records that `slot` was computed at `layer` (its K/V written there).
     void Computed(int32_t slot, int32_t layer);
+    // Whether a token before `end` stopped at exactly `layer` and waits in
+    // the aux cache (so a step could bring it back there).
+    bool HasStoppedAt(int32_t layer, int32_t end) const;
     void Reserve(int32_t slots);
+
+    // A forward step starts: the revival bound counts from here.
+    void BeginStep();
+    // Tokens this step may still bring back.
+    int32_t revive_room() const;
+    // Records that `n` tokens came back in this step.
+    void Revived(int32_t n);
+    // Tokens brought back over all steps (a token revived at two layers
+    // counts twice), the most in one step, and the steps taken.
+    int64_t revived() const { return revived_; }
+    int32_t max_revived_in_step() const { return max_revived_in_step_; }
+    int64_t steps() const { return steps_; }
 
     // Token-layers computed so far, per layer, for the prompt tokens that
     // were not already computed at construction.
@@ -54,6 +88,11 @@ private:
     int32_t              first_ = 0;   // tokens computed before this state existed
     int32_t              n_prompt_ = 0;
     int64_t              recomputed_ = 0;
+    int32_t              revive_limit_ = -1;
+    int32_t              revived_in_step_ = 0;
+    int32_t              max_revived_in_step_ = 0;
+    int64_t              revived_ = 0;
+    int64_t              steps_ = 0;
 };
 
 }  // namespace prepack

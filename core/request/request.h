@@ -41,6 +41,7 @@ struct Request {
     bool                     lazy = false;
     std::string              lazy_schedule;
     float                    lazy_keep_ratio = 0.0f;   // when lazy_schedule is empty: see ResolveLazySchedule
+    int32_t                  lazy_revive_limit = 0;    // pruned tokens a decode step may bring back: ResolveReviveLimit
 };
 
 constexpr int32_t kMaxLogprobs = 20;

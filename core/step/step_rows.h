@@ -19,7 +19,7 @@ struct SeqRows {
 
 // The rows `plan` starts with: per row its RoPE position and token index
 // in its sequence (where its K/V go; -1 for rows in no span), per sequence
-// its range. (LazyLLM sequences also need ReserveLazyDepths, lazyllm/lazy_prune.h.)
+// its range. (LazyLLM sequences also need BeginLazyStep, lazyllm/lazy_prune.h.)
 void InitStepRows(const StepPlan& plan, std::vector<int32_t>* pos, std::vector<int32_t>* slot,
                   std::vector<SeqRows>* seqs);
 

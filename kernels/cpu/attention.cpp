@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/held_keys.h"
 #include "kernels/cpu/simd.h"
 
 #include "kernels/cpu/attention_tile.h"   // last: opens the per-level region
@@ -93,6 +94,28 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
     for (const SharedPrefixGroup& g : shared) {
         for (int32_t s : g.spans) in_cascade[s] = 1;
     }
+    // LazyLLM spans whose layer lacks many keys attend to a compact copy of
+    // the held ones (held_keys.h). Kept per calling thread between calls.
+    static thread_local std::vector<HeldKeys> held;
+    // Sized before any is filled: span_of and kv_of point into its elements.
+    std::vector<uint8_t> compact(n_spans, 0);
+    size_t n_held = 0;
+    for (int32_t s = 0; s < n_spans; ++s) {
+        compact[s] = !in_cascade[s] && WorthCompacting(spans[s]);
+        n_held += compact[s];
+    }
+    if (held.size() < n_held) held.resize(n_held);
+    std::vector<const AttentionSpan*> span_of(n_spans);
+    std::vector<const PagedKv*> kv_of(n_spans, &kv);
+    n_held = 0;
+    for (int32_t s = 0; s < n_spans; ++s) {
+        span_of[s] = &spans[s];
+        if (!compact[s]) continue;
+        CompactHeldKeys(spans[s], kv, &held[n_held]);
+        span_of[s] = &held[n_held].span;
+        kv_of[s] = &held[n_held].kv;
+        ++n_held;
+    }
     std::vector<Task> tasks;
     for (int32_t s = 0; s < n_spans; ++s) {
         if (in_cascade[s]) continue;
@@ -105,7 +128,7 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
     // Later query tiles see more keys: hand them out first so the dynamic
     // schedule ends balanced.
     std::stable_sort(tasks.begin(), tasks.end(), [&](const Task& a, const Task& b) {
-        return spans[a.span].Horizon(a.q_end - 1) > spans[b.span].Horizon(b.q_end - 1);
+        return span_of[a.span]->Horizon(a.q_end - 1) > span_of[b.span]->Horizon(b.q_end - 1);
     });
     const int64_t n_tasks = static_cast<int64_t>(tasks.size());
     const int64_t n_cascade = static_cast<int64_t>(shared.size()) * shape.n_kv_heads;
@@ -121,7 +144,7 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < n_tasks; ++i) {
-            RunTask(tasks[i], q, out, shape, spans[tasks[i].span], kv, tile);
+            RunTask(tasks[i], q, out, shape, *span_of[tasks[i].span], *kv_of[tasks[i].span], tile);
         }
     }
 }
@@ -130,32 +153,43 @@ void LastQueryScores(const float* q, const AttentionShape& s, const AttentionSpa
                      float* scores) {
     const int hd = s.head_dim;
     const int group = s.n_heads / s.n_kv_heads;
-    const int64_t horizon = span.Horizon(span.n_q - 1);
+    const int64_t n = span.Horizon(span.n_q - 1) + 1;
     const float* qrow = q + (span.q_row + span.n_q - 1) * s.q_stride;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    std::fill(scores, scores + horizon + 1, 0.0f);
-    std::vector<float> p(static_cast<size_t>(horizon) + 1);
+    // One row of probabilities per head, in parallel: a decode step scores
+    // at every pruning layer while aux states wait, so this runs as often
+    // as attention and must not leave the other threads idle.
+    static thread_local std::vector<float> probs;
+    probs.assign(static_cast<size_t>(n) * s.n_heads, 0.0f);
+    float* const p = probs.data();   // the calling thread's buffer, shared by the team
+#pragma omp parallel for schedule(static) if (n * s.n_heads >= 4096)
     for (int head = 0; head < s.n_heads; ++head) {
         const int kv_head = head / group;
         const float* qv = qrow + static_cast<int64_t>(head) * hd;
+        float* ph = p + static_cast<size_t>(head) * n;
         float max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j <= horizon; ++j) {
+        for (int64_t j = 0; j < n; ++j) {
             if (!span.Holds(j)) continue;
             const size_t off = static_cast<size_t>(span.blocks[j / kv.block_size]) * kv.block_size * kv.kv_dim +
                                static_cast<size_t>(j % kv.block_size) * kv.kv_dim + kv_head * hd;
-            p[j] = DotKey(qv, kv, off, hd) * scale;
-            max = std::max(max, p[j]);
+            ph[j] = DotKey(qv, kv, off, hd) * scale;
+            max = std::max(max, ph[j]);
         }
         double sum = 0.0;
-        for (int64_t j = 0; j <= horizon; ++j) {
+        for (int64_t j = 0; j < n; ++j) {
             if (!span.Holds(j)) continue;
-            p[j] = std::exp(p[j] - max);
-            sum += p[j];
+            ph[j] = ExpNonPositive(ph[j] - max);
+            sum += ph[j];
         }
         const float w = static_cast<float>(1.0 / (sum * s.n_heads));
-        for (int64_t j = 0; j <= horizon; ++j) {
-            if (span.Holds(j)) scores[j] += p[j] * w;
-        }
+        for (int64_t j = 0; j < n; ++j) ph[j] = span.Holds(j) ? ph[j] * w : 0.0f;
+    }
+    // Head-averaged, summed in head order whatever the thread count.
+#pragma omp parallel for schedule(static) if (n >= 4096)
+    for (int64_t j = 0; j < n; ++j) {
+        float sum = 0.0f;
+        for (int head = 0; head < s.n_heads; ++head) sum += p[static_cast<size_t>(head) * n + j];
+        scores[j] = sum;
     }
 }
 

@@ -65,6 +65,7 @@ TEST(StatusTest, InvalidArgumentNamesTheField) {
     });
     add("top_logprobs", [](GenerateRequest& r) { r.set_top_logprobs(21); });
     add("lazy.keep_ratio", [](GenerateRequest& r) { r.mutable_lazy()->set_keep_ratio(0.0f); });
+    add("lazy.revive_limit", [](GenerateRequest& r) { r.mutable_lazy()->set_revive_limit(-2); });
     for (const Bad& b : bad) {
         SCOPED_TRACE(b.field);
         const Generated g = RunGenerate(*stub, b.request);

@@ -163,6 +163,10 @@ int main(void) {
     CHECK_INVALID(prepack_generate_start(engine, &rq, &s));
     CHECK(strstr(prepack_last_error(), "keep ratio") != NULL);
     rq.lazy_keep_ratio = 0.0f;
+    rq.lazy_revive_limit = -2;   /* -1 is "no bound"; below that means nothing */
+    CHECK_INVALID(prepack_generate_start(engine, &rq, &s));
+    CHECK(strstr(prepack_last_error(), "revive limit") != NULL);
+    rq.lazy_revive_limit = 0;
     rq.lazy = 0;
     rq.lazy_schedule = "1:0.5";   /* a schedule without lazy on */
     CHECK_INVALID(prepack_generate_start(engine, &rq, &s));

@@ -59,6 +59,8 @@ namespace Prepack
         public float? LazyKeepRatio { get; set; }
         /// <summary>LazyLLM: an explicit schedule "LAYER:KEEP,..." (overrides the keep ratio).</summary>
         public string LazySchedule { get; set; }
+        /// <summary>LazyLLM: pruned prompt tokens one decode step may bring back; unset or 0 = the engine's default bound, -1 = no bound.</summary>
+        public int? LazyReviveLimit { get; set; }
 
         /// <summary>A native copy; the caller disposes it.</summary>
         internal Native.Request ToNative()
@@ -91,6 +93,7 @@ namespace Prepack
             if (Lazy.HasValue) n.Lazy = Lazy.Value;
             if (LazyKeepRatio.HasValue) n.LazyKeepRatio = LazyKeepRatio.Value;
             if (LazySchedule != null) n.LazySchedule = LazySchedule;
+            if (LazyReviveLimit.HasValue) n.LazyReviveLimit = LazyReviveLimit.Value;
             return n;
         }
     }

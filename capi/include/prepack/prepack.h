@@ -85,7 +85,7 @@ extern "C" {
 #define PREPACK_VERSION_PATCH 0
 #define PREPACK_VERSION_STRING "0.1.0"
 /* Bumped whenever a struct gains a field or a function is added. */
-#define PREPACK_ABI_VERSION 5
+#define PREPACK_ABI_VERSION 6
 
 /* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
 ** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
@@ -282,6 +282,9 @@ typedef struct prepack_request {
     const char        *lazy_schedule;       /* ABI 3: "LAYER:KEEP,..." overrides lazy_keep_ratio; NULL = unset */
     int32_t            parse_special;       /* ABI 5: default 0; 1: control-token text in `prompt`
                                                (<|eot_id|>, <|im_end|>) becomes that token */
+    int32_t            lazy_revive_limit;   /* ABI 6: pruned prompt tokens one decode step may bring back
+                                               (each through its remaining layers): 0 (default) = the
+                                               engine's default bound, N > 0 = at most N, -1 = no bound */
 } prepack_request;
 
 /* Fills *request with defaults (and struct_size). NULL is ignored. */

@@ -28,6 +28,7 @@ public final class Request {
     private Boolean lazy;
     private Float lazyKeepRatio;
     private String lazySchedule;
+    private Integer lazyReviveLimit;
 
     /** A request for UTF-8 text (BOS added before it unless {@link #addBos(boolean)} says not). */
     public Request(String prompt) {
@@ -139,6 +140,15 @@ public final class Request {
         return this;
     }
 
+    /**
+     * LazyLLM: how many pruned prompt tokens one decode step may bring back;
+     * unset or 0 = the engine's default bound, -1 = no bound.
+     */
+    public Request lazyReviveLimit(int limit) {
+        lazyReviveLimit = limit;
+        return this;
+    }
+
     /** A native copy; the caller deletes it. */
     dev.prepack.swig.Request toNative() {
         dev.prepack.swig.Request n = new dev.prepack.swig.Request();
@@ -169,6 +179,7 @@ public final class Request {
         if (lazy != null) n.setLazy(lazy);
         if (lazyKeepRatio != null) n.setLazyKeepRatio(lazyKeepRatio);
         if (lazySchedule != null) n.setLazySchedule(lazySchedule);
+        if (lazyReviveLimit != null) n.setLazyReviveLimit(lazyReviveLimit);
         return n;
     }
 }
