@@ -4,18 +4,31 @@
 #include <cstdio>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/base/runtime.h"
 
 namespace prepack::cli {
 namespace {
 
-void DrawProgress(size_t done, size_t total, uint64_t tokens, double elapsed) {
-    const double rate = elapsed > 0 ? tokens / elapsed : 0.0;
-    const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0.0;
-    std::fprintf(stderr, "\r[%zu/%zu] %.0f tokens/s, elapsed %.0fs, ETA %.0fs   ", done, total, rate, elapsed, eta);
-    if (done == total) std::fputc('\n', stderr);
-    std::fflush(stderr);
-}
+// On a terminal the line redraws in place twice a second; into a log file
+// or CI it is a plain line every few seconds, not thousands of carriage
+// returns on one line.
+struct ProgressLine {
+    bool   tty = isatty(fileno(stderr)) != 0;
+    double interval = tty ? 0.5 : 5.0;
+    double last = 0.0;
+
+    void Draw(size_t done, size_t total, uint64_t tokens, double elapsed) {
+        const double rate = elapsed > 0 ? tokens / elapsed : 0.0;
+        const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0.0;
+        std::fprintf(stderr, "%s[%zu/%zu] %.0f tokens/s, elapsed %.0fs, ETA %.0fs%s", tty ? "\r" : "", done, total,
+                     rate, elapsed, eta, tty ? "   " : "\n");
+        if (tty && done == total) std::fputc('\n', stderr);
+        std::fflush(stderr);
+        last = elapsed;
+    }
+};
 
 }  // namespace
 
@@ -38,7 +51,7 @@ BatchRunStats RunBatch(Engine& engine, std::vector<Request> requests,
             ++done;
         }
     }
-    double last_draw = 0.0;
+    ProgressLine progress;
     while (done < n) {
         bool progressed = false;
         for (size_t i = 0; i < n; ++i) {
@@ -62,10 +75,9 @@ BatchRunStats RunBatch(Engine& engine, std::vector<Request> requests,
             }
         }
         stats.peak_kv_bytes = std::max(stats.peak_kv_bytes, engine.Stats().kv_bytes_used);
-        const double now = NowSeconds();
-        if (show_progress && (now - last_draw > 0.5 || done == n)) {
-            DrawProgress(done, n, tokens, now - t0);
-            last_draw = now;
+        const double elapsed = NowSeconds() - t0;
+        if (show_progress && (elapsed - progress.last > progress.interval || done == n)) {
+            progress.Draw(done, n, tokens, elapsed);
         }
         // Nothing new: let the scheduler thread work instead of spinning.
         if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));

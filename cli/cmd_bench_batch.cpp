@@ -1,6 +1,7 @@
 // `prepack bench batch`: one offline batch run under each scheduling policy
 // (fcfs, lru, batchllm) in one process, reporting throughput, prefill tokens
 // computed against the logical count and the prefix tree's minimum, and peak KV.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -36,9 +37,13 @@ void AppendRandom(std::vector<int32_t>& ids, int32_t n, int32_t vocab, Rng& rng)
 }
 
 // Generated workloads (requests shuffled, as an offline batch arrives):
-//   shared-prefix  8 groups sharing 400-token prefixes; suffixes 20-120; outputs 32-128
-//   few-shot       one 600-token few-shot prefix for all; questions 20-60; outputs 8-32
-//   no-sharing     independent 420-520-token prompts; outputs 32-128
+//   shared-prefix         8 groups sharing 400-token prefixes; suffixes 20-120; outputs 32-128
+//   shared-prefix-nested  the same in two levels: a 100-token system prompt for
+//                         all, then a 300-token document per group
+//   few-shot              one 600-token few-shot prefix for all; questions 20-60; outputs 8-32
+//   no-sharing            independent 420-520-token prompts; outputs 32-128
+constexpr const char* kWorkloads[] = {"shared-prefix", "shared-prefix-nested", "few-shot", "no-sharing"};
+
 absl::StatusOr<std::vector<Request>> MakeWorkload(const std::string& name, int32_t n, int32_t vocab, uint64_t seed) {
     Rng rng(seed);
     std::vector<Request> reqs(n);
@@ -47,6 +52,11 @@ absl::StatusOr<std::vector<Request>> MakeWorkload(const std::string& name, int32
     if (name == "shared-prefix") {
         prefixes.resize(8);
         for (auto& p : prefixes) AppendRandom(p, 400, vocab, rng);
+    } else if (name == "shared-prefix-nested") {
+        std::vector<int32_t> system;
+        AppendRandom(system, 100, vocab, rng);
+        prefixes.assign(8, system);
+        for (auto& p : prefixes) AppendRandom(p, 300, vocab, rng);
     } else if (name == "few-shot") {
         prefixes.resize(1);
         AppendRandom(prefixes[0], 600, vocab, rng);
@@ -92,7 +102,7 @@ int Run(const BenchBatchOptions& o) {
     }
     absl::StatusOr<Loaded> probe = Load(o.common, 0, /*with_kv=*/false);   // for the vocabulary and tokenizer
     if (!probe.ok()) return Fail(probe.status());
-    const bool generated = o.workload == "shared-prefix" || o.workload == "few-shot" || o.workload == "no-sharing";
+    const bool generated = std::find(std::begin(kWorkloads), std::end(kWorkloads), o.workload) != std::end(kWorkloads);
     absl::StatusOr<std::vector<Request>> reqs = generated
         ? MakeWorkload(o.workload, o.requests, probe->model->config().vocab_size, o.seed)
         : ReadWorkloadFile(o.workload);
@@ -148,6 +158,8 @@ int Run(const BenchBatchOptions& o) {
             {"computed_vs_unique", double(st.prompt_tokens_computed) / double(tree.UniqueTokens())},
             {"peak_kv_bytes", run.peak_kv_bytes},
             {"preemptions", st.preemptions},
+            {"recomputed_prompt_tokens", static_cast<int64_t>(st.prompt_tokens_computed) - tree.UniqueTokens()},
+            {"prefix_tokens_recomputed", st.prefix_tokens_recomputed},
             {"steps", st.steps},
             {"cascade_decode_tokens", st.cascade_decode_tokens},
             {"failed_requests", failed},
@@ -164,15 +176,20 @@ int Run(const BenchBatchOptions& o) {
                 static_cast<long long>(tree.LogicalTokens()), 100.0 * workload["shared_prefix_fraction"].get<double>(),
                 static_cast<long long>(out_tokens));
     std::printf("CPU kernels %s\n", cpu::KernelChoiceSummary().c_str());
-    std::printf("%-9s %9s %12s %12s %10s %8s %10s %12s\n", "policy", "seconds", "out tok/s", "total tok/s",
-                "prefill", "saving", "vs unique", "peak KV MiB");
+    std::printf("%-9s %9s %12s %12s %10s %8s %10s %11s %12s %12s\n", "policy", "seconds", "out tok/s", "total tok/s",
+                "prefill", "saving", "vs unique", "recomputed", "preemptions", "peak KV MiB");
     for (const auto& r : results) {
-        std::printf("%-9s %9.2f %12.1f %12.1f %10lld %7.1f%% %9.3fx %12.1f\n", r["policy"].get<std::string>().c_str(),
-                    r["seconds"].get<double>(), r["output_tokens_per_s"].get<double>(),
-                    r["total_tokens_per_s"].get<double>(), static_cast<long long>(r["prefill_tokens_computed"].get<int64_t>()),
+        std::printf("%-9s %9.2f %12.1f %12.1f %10lld %7.1f%% %9.3fx %11lld %12llu %12.1f\n",
+                    r["policy"].get<std::string>().c_str(), r["seconds"].get<double>(),
+                    r["output_tokens_per_s"].get<double>(), r["total_tokens_per_s"].get<double>(),
+                    static_cast<long long>(r["prefill_tokens_computed"].get<int64_t>()),
                     100.0 * r["token_saving_ratio"].get<double>(), r["computed_vs_unique"].get<double>(),
+                    static_cast<long long>(r["recomputed_prompt_tokens"].get<int64_t>()),
+                    static_cast<unsigned long long>(r["preemptions"].get<uint64_t>()),
                     r["peak_kv_bytes"].get<double>() / (1 << 20));
     }
+    std::printf("recomputed: prefill tokens beyond the prefix tree's unique minimum (%lld)\n",
+                static_cast<long long>(tree.UniqueTokens()));
     return 0;
 }
 
@@ -182,7 +199,8 @@ void AddBenchBatch(CLI::App& bench, int* exit_code) {
     auto* o = new BenchBatchOptions();
     CLI::App* cmd = bench.add_subcommand("batch", "An offline batch under fcfs, lru and batchllm scheduling");
     AddCommonOptions(cmd, &o->common);
-    cmd->add_option("--workload", o->workload, "shared-prefix, few-shot, no-sharing, or a batch input file (JSON lines)");
+    cmd->add_option("--workload", o->workload,
+                    "shared-prefix, shared-prefix-nested, few-shot, no-sharing, or a batch input file (JSON lines)");
     cmd->add_option("--policies", o->policies, "comma-separated: fcfs,lru,batchllm");
     cmd->add_option("--requests", o->requests, "requests in a generated workload")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--seed", o->seed, "seed of the generated workload");

@@ -358,6 +358,79 @@ TEST(EnginePolicies, EveryPolicyGivesEachRequestItsSoloTokens) {
     }
 }
 
+// A system prompt for all, a document per group of three, a question each.
+std::vector<Request> TwoLevelBatch(int32_t max_tokens) {
+    std::vector<Request> reqs;
+    for (int g = 0; g < 3; ++g) {
+        for (int m = 0; m < 3; ++m) {
+            Request r;
+            for (int t = 0; t < 40; ++t) r.prompt_tokens.push_back(3 + (t * 17) % 500);
+            for (int t = 0; t < 50; ++t) r.prompt_tokens.push_back(3 + (g * 89 + t * 13) % 500);
+            for (int t = 0; t < 4 + 5 * m; ++t) r.prompt_tokens.push_back(3 + (g * 31 + m * 7 + t * 11) % 500);
+            r.max_tokens = max_tokens;
+            r.sampling.temperature = 0.0f;
+            r.ignore_eos = true;
+            reqs.push_back(r);
+        }
+    }
+    return reqs;
+}
+
+TEST(EnginePolicies, TinyKvBudgetKeepsEveryPolicyExactAndBatchLlmComputesEachPrefixOnce) {
+    // 16 blocks of 16 tokens: a member grows to 9 blocks (4 of them its
+    // own under batchllm, which pins the system prompt's 3 and 4 per
+    // document), so no policy can run all that it admits without preempting.
+    const std::vector<Request> reqs = TwoLevelBatch(40);
+    auto solo_model = Model::Load("synthetic:tiny");
+    ASSERT_TRUE(solo_model.ok());
+    std::vector<std::vector<int32_t>> want;
+    int64_t own = 0;
+    for (const Request& r : reqs) {
+        want.push_back(Alone(**solo_model, r));
+        own += static_cast<int64_t>(r.prompt_tokens.size()) - 90;
+    }
+    const auto cfg = SyntheticConfig("tiny").value();
+    for (SchedulePolicy policy : {SchedulePolicy::kFcfs, SchedulePolicy::kLru, SchedulePolicy::kBatchLlm}) {
+        SCOPED_TRACE(SchedulePolicyName(policy));
+        auto engine = MakeEngine("synthetic:tiny", cfg.KvBytesPerToken() * 16 * 16, 64, policy);
+        auto streams = engine->SubmitBatch(reqs);
+        for (size_t i = 0; i < reqs.size(); ++i) {
+            ASSERT_TRUE(streams[i].ok()) << streams[i].status();
+            const Collected c = Collect(**streams[i]);
+            EXPECT_TRUE(c.finish.status.ok()) << c.finish.status;
+            EXPECT_EQ(c.tokens, want[i]) << "request " << i;
+        }
+        const EngineStats st = engine->Stats();
+        EXPECT_GT(st.preemptions, 0u) << "the budget did not force preemption";
+        if (policy == SchedulePolicy::kBatchLlm) {
+            EXPECT_EQ(st.prefix_tokens_recomputed, 0u);
+            // The system prompt once, each document once; members recompute
+            // only their own tokens when preempted.
+            EXPECT_GE(st.prompt_tokens_computed, uint64_t(40 + 3 * 50 + own));
+        }
+        EXPECT_EQ(SettledKvBytes(*engine), 0u);
+    }
+}
+
+TEST(Engine, ARequestOutgrowingTheWholeKvBudgetEndsWithTheReason) {
+    // 64 tokens of KV in all: a 20-token prompt asking for 100 more can never
+    // fit; it ends with RESOURCE_EXHAUSTED after the tokens that fit, never hangs.
+    const auto cfg = SyntheticConfig("tiny").value();
+    auto engine = MakeEngine("synthetic:tiny", cfg.KvBytesPerToken() * 64, 64);
+    Request r;
+    for (int t = 0; t < 20; ++t) r.prompt_tokens.push_back(3 + t);
+    r.max_tokens = 100;
+    r.ignore_eos = true;
+    auto s = engine->Submit(r);
+    ASSERT_TRUE(s.ok()) << s.status();
+    const Collected c = Collect(**s);
+    EXPECT_EQ(c.finish.status.code(), absl::StatusCode::kResourceExhausted) << c.finish.status;
+    EXPECT_NE(std::string(c.finish.status.message()).find("KV budget"), std::string::npos) << c.finish.status;
+    EXPECT_GE(c.tokens.size(), 40u);
+    EXPECT_LT(c.tokens.size(), 100u);
+    EXPECT_EQ(SettledKvBytes(*engine), 0u);
+}
+
 TEST(EnginePolicies, CancelledGroupMembersReleaseThePrefix) {
     std::vector<Request> reqs = SharedPrefixBatch();
     for (Request& r : reqs) r.max_tokens = 200;

@@ -372,6 +372,43 @@ TEST_F(LazyForward, ReviveLimitBoundsTheTokensEachStepBringsBack) {
     EXPECT_LT(bounded->lazy->PromptWorkFraction(), free->lazy->PromptWorkFraction());
 }
 
+TEST_F(LazyForward, BoundedRevivalSpendsAtMostItsShareOfWhatPruningSkipped) {
+    // Counted from the depths: the prefill skips S0 token-layers (a token
+    // stopped after layer l skips L - 1 - l); every layer a decode step adds
+    // to a prompt token is revival work. Under a bound, revival over the whole
+    // generation stays within kLazyReviveShare of S0 (a revived token that
+    // stops again only tightens this); without one it takes back more.
+    const int n = 200, L = 6, steps = 60;
+    const LazySchedule sch = DefaultLazySchedule(L);
+    const std::vector<int32_t> prompt = RandomTokens(n, 300, 13);
+    auto bounded = NewSeq(prompt, &sch);
+    auto free = NewSeq(prompt, &sch);
+    bounded->lazy->set_revive_limit(50);   // per step loose: the share is what binds
+    auto depth_sum = [&](const Seq& s) {
+        int64_t d = 0;
+        for (int32_t j = 0; j < n; ++j) d += s.lazy->depth(j);
+        return d;
+    };
+    for (Seq* s : {bounded.get(), free.get()}) {
+        s->tokens.push_back(Argmax(Step({s})[0]));
+        const int64_t skipped = int64_t(n) * (L - 1) - depth_sum(*s);
+        ASSERT_GT(skipped, 0);
+        const int64_t after_prefill = depth_sum(*s);
+        for (int step = 0; step < steps; ++step) s->tokens.push_back(Argmax(Step({s})[0]));
+        const int64_t revived = depth_sum(*s) - after_prefill;
+        if (s == bounded.get()) {
+            EXPECT_LE(revived, static_cast<int64_t>(kLazyReviveShare * skipped)) << "of " << skipped << " skipped";
+            EXPECT_GT(revived, 0) << "nothing came back: the share did not come into play";
+            EXPECT_LE(s->lazy->revived_work(), kLazyReviveShare * s->lazy->skipped_work());
+        } else {
+            EXPECT_GT(revived, static_cast<int64_t>(kLazyReviveShare * skipped))
+                << "without a bound revival stayed within the share: the test shows nothing";
+        }
+        EXPECT_EQ(s->lazy->recomputed(), 0);
+    }
+    EXPECT_LT(bounded->lazy->PromptWorkFraction(), free->lazy->PromptWorkFraction());
+}
+
 TEST(ReviveLimit, ResolvesTheApiSpelling) {
     EXPECT_EQ(*ResolveReviveLimit(0), kDefaultLazyReviveLimit);
     EXPECT_EQ(*ResolveReviveLimit(-1), -1);

@@ -163,6 +163,7 @@ void Engine::Finish(Sequence& seq, FinishReason reason, absl::Status status) {
     seq.done = true;
     seq.lazy.reset();   // its aux cache blocks go back to the pool
     seq.kv.Release();
+    scheduler_->Ended(seq);   // e.g. the last member of a group lets go of its prefix
     if (seq.internal) return;   // nobody reads it
     Event e;
     e.kind = Event::Kind::kFinish;
@@ -206,7 +207,6 @@ void Engine::EndCancelledAndExpired() {
     });
     for (auto& s : waiting_.TakeIf([&](const Sequence& q) { return ending(q) != Ending::kNo; })) {
         end(*s, ending(*s));
-        scheduler_->Dropped(*s);   // e.g. a group member that never shared its prefix no longer pins it
     }
 }
 
@@ -257,7 +257,14 @@ void Engine::Apply(const ScheduledStep& step, const StepOutput& out) {
 void Engine::Step() {
     EndCancelledAndExpired();
     ScheduledStep step;
-    if (!scheduler_->Plan(&step)) return;
+    if (!scheduler_->Plan(&step)) {
+        std::erase_if(scheduler_->running(), [&](const auto& s) {
+            if (s->error.ok()) return false;
+            Finish(*s, FinishReason::kError, s->error);
+            return true;
+        });
+        return;
+    }
     StepOutput out;
     if (absl::Status st = forward_->Run(step.plan, &out); !st.ok()) {
         // A failed step ends its requests with the error rather than looping on it.
@@ -275,6 +282,7 @@ void Engine::PublishKvStats() {
     const uint64_t cached = static_cast<uint64_t>(scheduler_->cached_blocks()) * pool_->bytes_per_block();
     stats_.requests_running = scheduler_->running().size();
     stats_.preemptions = scheduler_->preemptions();
+    stats_.prefix_tokens_recomputed = scheduler_->prefix_tokens_recomputed();
     stats_.cascade_decode_tokens = forward_->cascade_queries();
     stats_.kv_bytes_cached = cached;
     stats_.kv_bytes_used = pool_->used_bytes() - cached;

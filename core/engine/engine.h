@@ -52,6 +52,7 @@ struct EngineStats {
     uint64_t prompt_tokens_computed = 0; // prefill tokens that went through the model
     uint64_t generated_tokens = 0;
     uint64_t preemptions = 0;
+    uint64_t prefix_tokens_recomputed = 0;   // shared-prefix tokens computed twice (BatchLLM pins them: 0)
     uint64_t cascade_decode_tokens = 0;  // decode tokens whose attention read a shared prefix once per group
     uint64_t steps = 0;
     uint64_t kv_bytes_total = 0;

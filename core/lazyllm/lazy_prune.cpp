@@ -24,7 +24,8 @@ float KeepAfter(const LazyState& lazy, int32_t layer) {
 
 bool PruneCanChange(const SeqStep& s, SeqRows rows, int32_t layer) {
     if (s.lazy == nullptr || layer >= s.lazy->n_layers() - 1 || KeepAfter(*s.lazy, layer) <= 0.0f) return false;
-    return rows.count > 1 || s.lazy->HasStoppedAt(layer, s.kv->num_tokens() + s.n_tokens);
+    return rows.count > 1 ||
+           (s.lazy->revive_room(layer) > 0 && s.lazy->HasStoppedAt(layer, s.kv->num_tokens() + s.n_tokens));
 }
 
 bool PrunesAfter(const StepPlan& plan, const std::vector<SeqRows>& seq_rows, int32_t layer) {
@@ -81,7 +82,7 @@ PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqR
         for (int32_t j : cand) {
             if (!active[j] && lazy.depth(j) == layer && lazy.aux().Get(j) != nullptr) back.push_back(j);
         }
-        const int32_t room = lazy.revive_room();
+        const int32_t room = lazy.revive_room(layer);
         if (static_cast<int32_t>(back.size()) > room) {
             std::nth_element(back.begin(), back.begin() + room, back.end(), [&](int32_t a, int32_t b) {
                 return score[a] > score[b] || (score[a] == score[b] && a > b);
@@ -89,7 +90,7 @@ PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqR
             for (size_t i = room; i < back.size(); ++i) selected[back[i]] = 0;   // stays where it stopped
             back.resize(room);
         }
-        lazy.Revived(static_cast<int32_t>(back.size()));
+        lazy.Revived(static_cast<int32_t>(back.size()), layer);
 
         // Walk tokens in order: active ones stay if selected (or if the aux
         // cache cannot take them); the tokens of `back` come back from it.
@@ -98,7 +99,10 @@ PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqR
             if (active[j]) {
                 const void* h = row(rows.begin + next_active);
                 ++next_active;
-                if (!selected[j] && lazy.aux().Put(j, h, row_bytes)) continue;   // resumes from here if wanted later
+                if (!selected[j] && lazy.aux().Put(j, h, row_bytes)) {
+                    lazy.Stopped(layer);   // resumes from here if wanted later
+                    continue;
+                }
                 out.pos.push_back(j);
                 out.slot.push_back(j);
                 out.source.push_back(h);

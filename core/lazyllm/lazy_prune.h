@@ -24,9 +24,10 @@ float KeepAfter(const LazyState& lazy, int32_t layer);
 
 // Whether pruning after `layer` can change the rows of `s` (`rows` this
 // step): its schedule prunes there, and either several rows go on (some may
-// stop) or a token that stopped at exactly `layer` could come back. A lone
-// row is the sequence's last token, which always goes on, so a decode step
-// with nothing to bring back skips the scoring as well as the pruning.
+// stop) or a token that stopped at exactly `layer` could come back (and the
+// revival bounds leave room for one). A lone row is the sequence's last
+// token, which always goes on, so a decode step with nothing to bring back
+// skips the scoring as well as the pruning.
 bool PruneCanChange(const SeqStep& s, SeqRows rows, int32_t layer);
 
 // Whether pruning can change any sequence of `plan` after `layer`.
@@ -47,7 +48,7 @@ struct PrunedRows {
 // drops are Put into its aux cache from `x` (rows of `row_bytes`), which it
 // keeps if the cache is full; selected tokens that stopped at exactly this
 // layer come back from the cache, the best-scored first, at most the
-// sequence's revive_room() of them. Sequences where PruneCanChange is
+// sequence's revive_room(layer) of them. Sequences where PruneCanChange is
 // false keep their rows (and need no scores).
 PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqRows>& seq_rows,
                      const std::vector<int32_t>& row_pos, const std::vector<int32_t>& row_slot,

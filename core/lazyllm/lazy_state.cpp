@@ -30,14 +30,20 @@ void LazyState::BeginStep() {
     ++steps_;
 }
 
-int32_t LazyState::revive_room() const {
+int32_t LazyState::revive_room(int32_t layer) const {
     if (revive_limit_ < 0) return std::numeric_limits<int32_t>::max();
-    return std::max(0, revive_limit_ - revived_in_step_);
+    const int64_t cost = std::max(1, n_layers_ - 1 - layer);   // token-layers one revival adds
+    const int64_t share = static_cast<int64_t>(kLazyReviveShare * static_cast<double>(skipped_work_));
+    const int64_t affordable = std::max<int64_t>(0, share - revived_work_) / cost;
+    return static_cast<int32_t>(std::min<int64_t>(affordable, std::max(0, revive_limit_ - revived_in_step_)));
 }
 
-void LazyState::Revived(int32_t n) {
+void LazyState::Stopped(int32_t layer) { skipped_work_ += std::max(0, n_layers_ - 1 - layer); }
+
+void LazyState::Revived(int32_t n, int32_t layer) {
     revived_in_step_ += n;
     revived_ += n;
+    revived_work_ += static_cast<int64_t>(n) * std::max(0, n_layers_ - 1 - layer);
     max_revived_in_step_ = std::max(max_revived_in_step_, revived_in_step_);
 }
 

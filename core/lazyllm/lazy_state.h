@@ -25,6 +25,18 @@ namespace prepack {
 // no bound, 16 and more gave back the whole-generation gain on 1k prompts.
 constexpr int32_t kDefaultLazyReviveLimit = 4;
 
+// Under a bound, revival over a whole generation may spend at most this
+// share of the work pruning skipped (both in token-layers: a token stopped
+// or revived after layer L counts the n_layers - 1 - L layers after it). A
+// revived token runs with a decode step's few rows, which costs about 1.5x a
+// prefill row on the CPU (docs/benchmarks.md, "LazyLLM"), and with random or
+// flat attention every pruned token is wanted back sooner or later: without
+// this share a short prompt with a long answer spent all that pruning saved
+// and more (0.94x). A quarter keeps ~60% of the saving however long the
+// answer runs; on stories260K it kept greedy agreement where a half did
+// (62.0% vs 61.6% over 32 tokens; none at all: 58.7%).
+constexpr double kLazyReviveShare = 0.25;
+
 // A request's revival bound as the APIs spell it: 0 = the default, -1 = no
 // bound, N > 0 = at most N per step. INVALID_ARGUMENT below -1.
 absl::StatusOr<int32_t> ResolveReviveLimit(int32_t requested);
@@ -36,9 +48,10 @@ public:
     LazyState(KvBlockPool& pool, int32_t n_layers, int32_t dim, LazySchedule schedule, int32_t computed);
 
     const LazySchedule& schedule() const { return schedule_; }
-    // At most this many pruned tokens come back in one step (negative: no
-    // bound). Each costs its remaining layers, so an unbounded step can hand
-    // back all the prefill saved (issue 19): see kDefaultLazyReviveLimit.
+    // At most this many pruned tokens come back in one step, and revival
+    // spends at most kLazyReviveShare of the skipped work (negative: neither
+    // bound, as in the paper). Each revived token costs its remaining layers,
+    // so unbounded revival can hand back all the prefill saved (issue 19).
     int32_t revive_limit() const { return revive_limit_; }
     void set_revive_limit(int32_t limit) { revive_limit_ = limit; }
     int32_t n_layers() const { return n_layers_; }
@@ -57,15 +70,22 @@ public:
 
     // A forward step starts: the revival bound counts from here.
     void BeginStep();
-    // Tokens this step may still bring back.
-    int32_t revive_room() const;
-    // Records that `n` tokens came back in this step.
-    void Revived(int32_t n);
+    // Tokens this step may still bring back after `layer`: the step's bound
+    // and what the revival share has left.
+    int32_t revive_room(int32_t layer) const;
+    // Records that a token stopped after `layer` (into the aux cache).
+    void Stopped(int32_t layer);
+    // Records that `n` tokens came back after `layer` in this step.
+    void Revived(int32_t n, int32_t layer);
     // Tokens brought back over all steps (a token revived at two layers
     // counts twice), the most in one step, and the steps taken.
     int64_t revived() const { return revived_; }
     int32_t max_revived_in_step() const { return max_revived_in_step_; }
     int64_t steps() const { return steps_; }
+    // Token-layers that stopping skipped and that revival took back (a token
+    // stopped twice counts twice); what was saved is the difference.
+    int64_t skipped_work() const { return skipped_work_; }
+    int64_t revived_work() const { return revived_work_; }
 
     // Token-layers computed so far, per layer, for the prompt tokens that
     // were not already computed at construction.
@@ -93,6 +113,8 @@ private:
     int32_t              max_revived_in_step_ = 0;
     int64_t              revived_ = 0;
     int64_t              steps_ = 0;
+    int64_t              skipped_work_ = 0;
+    int64_t              revived_work_ = 0;
 };
 
 }  // namespace prepack

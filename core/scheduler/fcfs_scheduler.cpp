@@ -30,17 +30,25 @@ void FcfsScheduler::Preempt(Sequence& victim) {
     ++preemptions_;
 }
 
+Sequence* FcfsScheduler::ChooseVictim(const Sequence& needing) {
+    Sequence* victim = nullptr;
+    for (auto& r : running_) {
+        if (!r->in_plan && r.get() != &needing && (!victim || r->admit_order > victim->admit_order)) victim = r.get();
+    }
+    return victim;
+}
+
 bool FcfsScheduler::ReserveOrFree(Sequence& s, int32_t n_tokens) {
     while (!s.kv.Reserve(pool_, n_tokens).ok()) {
         // Out of blocks: first give back cached blocks nobody uses, then
-        // preempt the newest sequence that is not in this step.
+        // preempt a sequence that is not in this step, then whatever the
+        // policy holds in reserve.
         if (FreeCachedBlocks(1) > 0) continue;
-        Sequence* victim = nullptr;
-        for (auto& r : running_) {
-            if (!r->in_plan && r.get() != &s && (!victim || r->admit_order > victim->admit_order)) victim = r.get();
+        if (Sequence* victim = ChooseVictim(s)) {
+            Preempt(*victim);
+            continue;
         }
-        if (victim == nullptr) return false;
-        Preempt(*victim);
+        if (!FreeLastResort()) return false;
     }
     return true;
 }
@@ -72,6 +80,7 @@ bool FcfsScheduler::Admit(Sequence& s) {
 }
 
 bool FcfsScheduler::Plan(ScheduledStep* step) {
+    BeginPlan();
     int32_t budget = limits_.max_batch_tokens;
     auto add = [&](Sequence& s, int32_t k) {
         s.in_plan = true;
@@ -116,6 +125,19 @@ bool FcfsScheduler::Plan(ScheduledStep* step) {
         running_.push_back(s);
         const int32_t k = Chunk(*s, budget);
         if (k > 0 && ReserveOrFree(*s, s->num_computed + k)) add(*s, k);
+    }
+    if (step->plan.seqs.empty() && !running_.empty()) {
+        // Nothing fits though sequences hold KV: every one needs a block
+        // that nothing can free, so one has outgrown the whole budget alone.
+        // End it with the reason rather than spin on it forever.
+        for (auto& s : running_) {
+            if (s->internal) continue;
+            const int64_t room = int64_t{pool_.num_blocks()} * pool_.block_size();
+            s->error = absl::ResourceExhaustedError(absl::StrCat(
+                "KV budget exhausted: the request holds ", s->tokens.size(), " tokens and needs room for one more, "
+                "but the whole KV budget holds ", room, " tokens; raise the KV budget or lower max_tokens"));
+            break;
+        }
     }
     return !step->plan.seqs.empty();
 }

@@ -28,14 +28,22 @@ protected:
     // Before admission: point `seq`'s block table at K/V others computed
     // for the start of its prompt, and advance its num_computed.
     virtual void ReuseComputedKv(Sequence& seq) { (void)seq; }
-    // Whether `seq` may be admitted now (a group member waits for its prefix).
-    virtual bool Ready(const Sequence& seq) const { (void)seq; return true; }
+    // A step's planning begins.
+    virtual void BeginPlan() {}
+    // Whether `seq` may be admitted now (a group member waits for its
+    // prefix); asked in queue order, once per waiting sequence per step.
+    virtual bool Ready(const Sequence& seq) { (void)seq; return true; }
     // `seq` was admitted and holds its own references to shared blocks.
     virtual void OnAdmitted(Sequence& seq) { (void)seq; }
     // Gives back up to `n` blocks held only by a cache; returns how many.
     virtual int32_t FreeCachedBlocks(int32_t n) { (void)n; return 0; }
     // A step computed more of `seq`'s tokens.
     virtual void OnComputed(Sequence& seq) { (void)seq; }
+    // The running sequence to preempt so that `needing` can grow, or null.
+    // Default, as vLLM: the most recently admitted one outside the step.
+    virtual Sequence* ChooseVictim(const Sequence& needing);
+    // Frees blocks when nothing can be preempted; false if it could not.
+    virtual bool FreeLastResort() { return false; }
 
 private:
     // Memory-centric admission of a waiting sequence; on false it holds no blocks.

@@ -58,10 +58,14 @@ public:
     // advances by what it was planned; internal sequences whose prompt is
     // computed are done.
     virtual void Computed(const ScheduledStep& step) = 0;
-    // `seq` left the waiting queue without running (cancelled or expired).
-    virtual void Dropped(Sequence& seq) { (void)seq; }
+    // `seq` ended (finished, cancelled, expired or failed; running or still
+    // waiting) and its blocks are released: what it pinned for it can go.
+    virtual void Ended(Sequence& seq) { (void)seq; }
     // KV blocks that only a prefix cache holds (free for the taking).
     virtual int32_t cached_blocks() const { return 0; }
+    // Shared-prefix tokens computed again after they had been computed once
+    // for the batch (BatchLLM keeps them pinned instead; 0 for the others).
+    virtual uint64_t prefix_tokens_recomputed() const { return 0; }
 
     // The sequences holding KV. The engine removes those that end.
     std::vector<std::shared_ptr<Sequence>>& running() { return running_; }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/base/status.h"
 #include "core/kv/kv_cache.h"
 #include "core/lazyllm/lazy_schedule.h"
 #include "core/lazyllm/lazy_state.h"
@@ -47,6 +48,7 @@ struct Sequence {
     std::unique_ptr<LazyState>  lazy;
     double               prompt_work_fraction = 1.0;   // of its prefill
     std::vector<double>  prompt_layer_fractions;
+    absl::Status         error;             // set by the scheduler when it can never go on: the engine ends it with this
     bool                 in_plan = false;
     bool                 done = false;      // finished (or, internal, computed): leaves the running set
     int32_t              planned = 0;       // tokens fed in the current step
