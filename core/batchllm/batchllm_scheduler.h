@@ -18,8 +18,10 @@
 // (promise) their peak blocks from what later sequences may take in the
 // same step, so a scarce budget runs a group's members as consecutive
 // sub-batches under its pinned prefix instead of spreading the budget over
-// the prefixes of groups that cannot run yet. A member itself starts as
-// under FCFS, when its prompt fits.
+// the prefixes of groups that cannot run yet. A member starts when its own
+// blocks at its peak fit beside half the growth the running requests still
+// have ahead (kRunningGrowthShare); a request in no group starts as under
+// FCFS, when its prompt fits.
 //
 // Preemption. The victim is the running request that is cheapest to
 // recompute (its own tokens, never a shared prefix), newest first on ties;
@@ -38,6 +40,9 @@
 
 namespace prepack {
 
+// The share of running requests' remaining KV growth that admission keeps free.
+constexpr double kRunningGrowthShare = 0.5;
+
 class BatchLlmScheduler : public FcfsScheduler {
 public:
     using FcfsScheduler::FcfsScheduler;
@@ -47,7 +52,7 @@ public:
     uint64_t prefix_tokens_recomputed() const override { return recomputed_; }
 
 protected:
-    void BeginPlan() override { promised_ = 0; }
+    void BeginPlan() override;
     void ReuseComputedKv(Sequence& seq) override;
     bool Ready(const Sequence& seq) override;
     void OnComputed(Sequence& seq) override;
