@@ -11,7 +11,7 @@
 #include "cli/batch_io.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/batchllm/prefix_tree.h"
+#include "core/batchllm/nested_groups.h"
 #include "core/request/sampler.h"
 #include "kernels/cpu/cpu_level.h"
 
@@ -122,7 +122,10 @@ int Run(const BenchBatchOptions& o) {
     }
     probe->model.reset();
     const PrefixTree tree(prompts);
-    const Grouping grouping = GroupByPrefix(prompts);
+    // What batchllm groups: nested, prefixes of at least one KV block.
+    GroupingOptions grouping_options;
+    grouping_options.min_prefix_tokens = o.common.kv_block;
+    const NestedGrouping grouping = NestGroups(prompts, grouping_options);
     nlohmann::json workload = {
         {"name", o.workload},
         {"requests", reqs->size()},

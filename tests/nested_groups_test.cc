@@ -190,5 +190,37 @@ TEST(NestedOrder, SiblingsByDecodeRatioHighestFirst) {
     EXPECT_EQ(order[0].node, ng.node_of[5]);
 }
 
+// Ported from the single-level OrderByDecodeRatio tests this order replaced.
+TEST(NestedOrder, HighestRatioFirstCreditingTheSharing) {
+    // {A,B,C} share [1,2,3]: the node computes 3 + 2 + 2 + 1 = 8 prefill
+    // tokens; D alone computes 2.
+    const Prompts p = {{1, 2, 3, 4, 5}, {1, 2, 3, 4, 6}, {1, 2, 3, 7}, {9, 9}};
+    const NestedGrouping ng = NestGroups(p);
+    ASSERT_EQ(ng.nodes.size(), 1u);
+    auto requests = [&](const std::vector<int32_t>& max_tokens) {
+        std::vector<int32_t> r;
+        for (const NestedItem& it : NestedOrder(ng, p, max_tokens)) r.push_back(it.node >= 0 ? -1 : it.request);
+        return r;
+    };
+    // 30/8 = 3.75 vs 40/2 = 20: D first; then A, B (10/2 each) after C (10/1).
+    EXPECT_EQ(requests({10, 10, 10, 40}), (std::vector<int32_t>{3, -1, 2, 0, 1}));
+    // 300/8 = 37.5 vs 0.5: the group first.
+    EXPECT_EQ(requests({100, 100, 100, 1}), (std::vector<int32_t>{-1, 2, 0, 1, 3}));
+}
+
+TEST(NestedOrder, TiesByLowestRequestAndMissingCountsAsZero) {
+    const Prompts p = {{1, 2}, {3, 4, 5, 6}, {7, 8}};
+    const NestedGrouping ng = NestGroups(p);
+    ASSERT_TRUE(ng.nodes.empty());
+    auto requests = [&](const std::vector<int32_t>& max_tokens) {
+        std::vector<int32_t> r;
+        for (const NestedItem& it : NestedOrder(ng, p, max_tokens)) r.push_back(it.request);
+        return r;
+    };
+    EXPECT_EQ(requests({2, 4, 2}), (std::vector<int32_t>{0, 1, 2}));    // every ratio is 1
+    EXPECT_EQ(requests({0, 1}), (std::vector<int32_t>{1, 0, 2}));       // request 2 has no max_tokens: 0
+    EXPECT_EQ(requests({-5, 0, 3}), (std::vector<int32_t>{2, 0, 1}));   // negative counts as 0
+}
+
 }  // namespace
 }  // namespace prepack

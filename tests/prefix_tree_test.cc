@@ -1,7 +1,8 @@
 // BatchLLM global prefix sharing: the radix tree against hand-worked trees
 // and a distinct-prefix count, the single-level grouping against hand-worked
 // optima and an exhaustive search over set partitions, invariants and the
-// flattening loss on large batches, decode-ratio ordering, and build speed.
+// flattening loss on large batches, and build speed (the decode-ratio order
+// is nested_groups_test's).
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -557,35 +558,6 @@ TEST(GroupByPrefix, FlatteningLossIsSmallForEightSystemPrompts) {
     EXPECT_LE(double(g.computed_tokens), 1.02 * double(g.optimal_tokens));
     EXPECT_NEAR(g.saving_ratio(), g.optimal_saving_ratio(), 0.01);
     CheckGrouping(g, prompts);
-}
-
-// ---------------------------------------------------------------------------
-// Ordering
-
-TEST(OrderByDecodeRatio, HighestRatioFirst) {
-    // {A,B,C} computes 3 + 2 + 2 + 1 = 8 prefill tokens, {D} 2.
-    Grouping g = GroupByPrefix(kFour);
-    const std::vector<int32_t> short_abc = {10, 10, 10, 40};   // 30/8 = 3.75 vs 40/2 = 20
-    EXPECT_DOUBLE_EQ(DecodeRatio(g.groups[0], kFour, short_abc), 3.75);
-    EXPECT_DOUBLE_EQ(DecodeRatio(g.groups[1], kFour, short_abc), 20.0);
-    OrderByDecodeRatio(g, kFour, short_abc);
-    EXPECT_EQ(Members(g), (std::vector<std::vector<int32_t>>{{3}, {0, 1, 2}}));
-    const std::vector<int32_t> long_abc = {100, 100, 100, 1};   // 37.5 vs 0.5
-    OrderByDecodeRatio(g, kFour, long_abc);
-    EXPECT_EQ(Members(g), (std::vector<std::vector<int32_t>>{{0, 1, 2}, {3}}));
-    EXPECT_EQ(g.computed_tokens, 10);   // reordering changes nothing else
-    CheckGrouping(g, kFour);
-}
-
-TEST(OrderByDecodeRatio, TiesKeepOrderAndMissingCountsAsZero) {
-    const Prompts p = {{1, 2}, {3, 4, 5, 6}, {7, 8}};
-    Grouping g = GroupByPrefix(p);
-    OrderByDecodeRatio(g, p, {2, 4, 2});   // every ratio is 1
-    EXPECT_EQ(Members(g), (std::vector<std::vector<int32_t>>{{0}, {1}, {2}}));
-    OrderByDecodeRatio(g, p, {0, 1});   // request 2 has no max_tokens: ratio 0
-    EXPECT_EQ(Members(g), (std::vector<std::vector<int32_t>>{{1}, {0}, {2}}));
-    OrderByDecodeRatio(g, p, {-5, 0, 3});
-    EXPECT_EQ(Members(g), (std::vector<std::vector<int32_t>>{{2}, {1}, {0}}));
 }
 
 // ---------------------------------------------------------------------------

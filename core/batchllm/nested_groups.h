@@ -15,8 +15,11 @@
 //
 // Queue order (NestedOrder): depth first, a node's prefix before everything
 // under it; at each level the children (nodes and requests) go in order of
-// decode/prompt ratio, highest first, as OrderByDecodeRatio does for groups,
-// so the requests that share K/V run together and long decodes start early.
+// decode/prompt ratio, highest first: the max_tokens under a child over the
+// prefill tokens it computes (its own prefix tokens and everything below;
+// missing or negative max_tokens count as 0), so the requests that share K/V
+// run together and decode-heavy groups start early, their long decodes
+// overlapping later prefills. Ties go by the lowest request under the child.
 #pragma once
 
 #include <cstdint>

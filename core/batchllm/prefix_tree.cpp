@@ -352,28 +352,6 @@ Grouping GroupByPrefix(const PrefixTree& tree, const GroupingOptions& options) {
     return out;
 }
 
-double DecodeRatio(const PrefixGroup& group, const std::vector<std::vector<int32_t>>& prompts,
-                   const std::vector<int32_t>& max_tokens) {
-    int64_t decode = 0;
-    int64_t prefill = group.prefix_len;
-    for (int32_t m : group.members) {
-        if (m < static_cast<int32_t>(max_tokens.size())) decode += std::max(0, max_tokens[m]);
-        prefill += static_cast<int64_t>(prompts[m].size()) - group.prefix_len;
-    }
-    return double(decode) / double(std::max<int64_t>(prefill, 1));
-}
-
-void OrderByDecodeRatio(Grouping& grouping, const std::vector<std::vector<int32_t>>& prompts,
-                        const std::vector<int32_t>& max_tokens) {
-    std::vector<std::pair<double, size_t>> keyed(grouping.groups.size());
-    for (size_t g = 0; g < keyed.size(); ++g) keyed[g] = {DecodeRatio(grouping.groups[g], prompts, max_tokens), g};
-    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    std::vector<PrefixGroup> ordered;
-    ordered.reserve(keyed.size());
-    for (const auto& [ratio, g] : keyed) ordered.push_back(std::move(grouping.groups[g]));
-    grouping.groups = std::move(ordered);
-}
-
 absl::Status ValidateGrouping(const Grouping& grouping, const std::vector<std::vector<int32_t>>& prompts) {
     std::vector<bool> seen(prompts.size(), false);
     int64_t logical = 0;

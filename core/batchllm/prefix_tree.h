@@ -185,20 +185,6 @@ Grouping GroupByPrefix(const std::vector<std::vector<int32_t>>& prompts, const G
 // The same over a tree already built for the batch.
 Grouping GroupByPrefix(const PrefixTree& tree, const GroupingOptions& options = {});
 
-// A group's estimated decode/prefill ratio: the sum of its members'
-// max_tokens over the prefill tokens the group actually computes (prefix once
-// plus every suffix). For a singleton this is max_tokens / prompt length;
-// for a group it credits the sharing, which is the prefill work the group
-// really brings into the batch. Missing or negative max_tokens count as 0.
-double DecodeRatio(const PrefixGroup& group, const std::vector<std::vector<int32_t>>& prompts,
-                   const std::vector<int32_t>& max_tokens);
-
-// Orders the groups by DecodeRatio, highest first (BatchLLM schedules
-// decode-heavy groups early so their long decodes overlap later prefills);
-// ties keep their current order. max_tokens[i] belongs to prompts[i].
-void OrderByDecodeRatio(Grouping& grouping, const std::vector<std::vector<int32_t>>& prompts,
-                        const std::vector<int32_t>& max_tokens);
-
 // INVALID_ARGUMENT unless `grouping` is a valid single-level grouping of
 // `prompts`: every request in exactly one group, members ascending, each
 // group's prefix a common prefix shorter than every member's prompt
