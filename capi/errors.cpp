@@ -4,9 +4,28 @@
 
 namespace prepack::capi {
 
+namespace {
+
+// exit() destroys the calling thread's thread_local objects before it runs
+// atexit handlers, and a C program may well free its engine from one: the
+// message must outlive its own destructor there. The flag is trivially
+// destructible, so it stays readable after the thread's destructors ran.
+thread_local bool message_destroyed = false;
+
+struct Message {
+    std::string text;
+    ~Message() { message_destroyed = true; }
+};
+
+}  // namespace
+
 std::string& LastError() {
-    thread_local std::string message;
-    return message;
+    thread_local Message message;
+    if (!message_destroyed) return message.text;
+    // Only a thread already exiting gets here; its last few calls share a
+    // string that is never freed (the process is ending).
+    thread_local std::string* after_exit = new std::string();
+    return *after_exit;
 }
 
 prepack_status Fail(prepack_status code, std::string message) {

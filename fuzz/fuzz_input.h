@@ -43,6 +43,13 @@ inline prepack_engine* SharedEngine() {
             std::fprintf(stderr, "fuzz: cannot create the engine: %s\n", prepack_last_error());
             std::abort();
         }
+        // Destroyed at exit, before the OpenMP runtime shuts down (its exit
+        // handler was registered while the engine was created, so it runs
+        // after this one): an engine thread still finishing a cancelled
+        // request inside a parallel region after that dies with "OMP: Error
+        // #132: Thread identifier invalid", which libFuzzer reports as a
+        // deadly signal once the run is over.
+        std::atexit([] { prepack_engine_destroy(SharedEngine()); });
         return e;
     }();
     return engine;
