@@ -195,5 +195,26 @@ TEST(BatchLlmScheduler, ABudgetBarelyAboveOneMemberStillFinishes) {
     EXPECT_EQ(d.pool().num_free(), d.pool().num_blocks());
 }
 
+TEST(BatchLlmScheduler, ABatchRequestInNoGroupStartsWhenItsPeakFits) {
+    // Two requests with nothing shared: prompts of one block, 60 tokens out
+    // (5 blocks at their peak), 7 blocks in all. Both prompts fit at once,
+    // so fcfs runs them together; batchllm starts the second only when its
+    // peak fits beside half the first's remaining growth (2 blocks), i.e.
+    // after it, though both would start in the same step.
+    const TwoLevel w{0, 0, 1, 2, 60};
+    for (const SchedulePolicy policy : {SchedulePolicy::kFcfs, SchedulePolicy::kBatchLlm}) {
+        SchedulerDriver d(policy, 7);
+        const auto order = d.Submit(w, 4);
+        EXPECT_TRUE(std::none_of(order.begin(), order.end(), [](const auto& s) { return s->internal; }));
+        size_t most_running = 0;
+        ASSERT_TRUE(d.Run([&](Scheduler& s) { most_running = std::max(most_running, s.running().size()); }));
+        EXPECT_EQ(most_running, policy == SchedulePolicy::kFcfs ? 2u : 1u) << SchedulePolicyName(policy);
+        for (const auto& r : d.requests()) {
+            EXPECT_EQ(static_cast<int32_t>(r->tokens.size()) - r->n_prompt, w.max_tokens);
+        }
+        EXPECT_EQ(d.pool().num_free(), d.pool().num_blocks());
+    }
+}
+
 }  // namespace
 }  // namespace prepack

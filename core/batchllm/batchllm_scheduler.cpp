@@ -45,7 +45,10 @@ std::vector<std::shared_ptr<Sequence>> BatchLlmScheduler::OrderBatch(std::vector
         if (parent >= 0) groups[k]->parent = groups[parent];
         join(groups[k]->prefix.get(), parent);
     }
-    for (size_t i = 0; i < batch.size(); ++i) join(batch[i].get(), nested.node_of[i]);
+    for (size_t i = 0; i < batch.size(); ++i) {
+        join(batch[i].get(), nested.node_of[i]);
+        if (nested.node_of[i] < 0) ungrouped_.insert(batch[i].get());
+    }
 
     std::vector<std::shared_ptr<Sequence>> order;
     for (const NestedItem& item : NestedOrder(nested, prompts, max_tokens)) {
@@ -63,6 +66,11 @@ std::shared_ptr<BatchLlmScheduler::Group> BatchLlmScheduler::GroupOf(const Seque
     std::lock_guard<std::mutex> lock(mu_);
     auto it = group_of_.find(&seq);
     return it == group_of_.end() ? nullptr : it->second;
+}
+
+bool BatchLlmScheduler::InBatchAlone(const Sequence& seq) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ungrouped_.count(&seq) > 0;
 }
 
 std::shared_ptr<BatchLlmScheduler::Group> BatchLlmScheduler::OwnGroup(const Sequence& prefix) const {
@@ -96,6 +104,15 @@ void BatchLlmScheduler::BeginPlan() {
     }
 }
 
+void BatchLlmScheduler::OnAdmitted(Sequence& seq) {
+    // Started in this step: its growth counts against later admissions in
+    // the same step as the running requests' does (its prompt's blocks
+    // come out of free memory as they are reserved).
+    if (seq.internal) return;
+    const int64_t growth = OwnBlocks(seq, 0, /*at_peak=*/true) - OwnBlocks(seq, 0, /*at_peak=*/false);
+    promised_ += static_cast<int64_t>(kRunningGrowthShare * static_cast<double>(std::max<int64_t>(0, growth)));
+}
+
 bool BatchLlmScheduler::Ready(const Sequence& seq) {
     const std::shared_ptr<Group> g = GroupOf(seq);
     if (g != nullptr && !g->prefix->done) {
@@ -107,7 +124,12 @@ bool BatchLlmScheduler::Ready(const Sequence& seq) {
     // (A prefix that ended without its K/V leaves its members to compute
     // their whole prompts, as under FCFS.)
     const bool attaches = g != nullptr && !g->prefix->kv.blocks().empty();
-    int64_t need = OwnBlocks(seq, attaches ? g->prefix->n_prompt : 0, /*at_peak=*/g != nullptr);
+    // A batch's requests, grouped or not, start when their peak fits: the
+    // batch order puts decode-heavy requests first, and admitted at their
+    // prompts they all grow at once (a 64-request batch with nothing
+    // shared, at 64 MiB: 9 preemptions and 0.95x fcfs's throughput; at
+    // their peaks 7 and 0.99x).
+    int64_t need = OwnBlocks(seq, attaches ? g->prefix->n_prompt : 0, /*at_peak=*/g != nullptr || InBatchAlone(seq));
     if (seq.internal && seq.num_computed == 0) {
         if (const std::shared_ptr<Group> own = OwnGroup(seq)) need += own->first_blocks;   // a group starts
     }
@@ -199,9 +221,10 @@ bool BatchLlmScheduler::UnpinOne(const Sequence* keep) {
 }
 
 void BatchLlmScheduler::Ended(Sequence& seq) {
-    if (seq.internal) {
+    {
         std::lock_guard<std::mutex> lock(mu_);
-        own_group_.erase(&seq);
+        if (seq.internal) own_group_.erase(&seq);
+        ungrouped_.erase(&seq);
     }
     LeaveGroup(seq);
 }

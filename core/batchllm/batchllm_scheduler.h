@@ -20,8 +20,9 @@
 // sub-batches under its pinned prefix instead of spreading the budget over
 // the prefixes of groups that cannot run yet. A member starts when its own
 // blocks at its peak fit beside half the growth the running requests still
-// have ahead (kRunningGrowthShare); a request in no group starts as under
-// FCFS, when its prompt fits.
+// have ahead (kRunningGrowthShare), requests started earlier in the same
+// step included; so does a batch request in no group. A request submitted
+// on its own needs only its prompt to fit beside that share.
 //
 // Preemption. The victim is the running request that is cheapest to
 // recompute (its own tokens, never a shared prefix), newest first on ties;
@@ -29,12 +30,14 @@
 // needs a block waits a step while others run; only when nothing at all can
 // run is a pinned prefix that no running request uses let go (counted in
 // prefix_tokens_recomputed()), so a budget too small for the pinned set
-// still makes progress. Requests submitted one at a time run as under FCFS.
+// still makes progress. Requests submitted one at a time are otherwise
+// scheduled as under FCFS.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/scheduler/fcfs_scheduler.h"
 
@@ -55,6 +58,7 @@ protected:
     void BeginPlan() override;
     void ReuseComputedKv(Sequence& seq) override;
     bool Ready(const Sequence& seq) override;
+    void OnAdmitted(Sequence& seq) override;
     void OnComputed(Sequence& seq) override;
     Sequence* ChooseVictim(const Sequence& needing) override;
     bool FreeLastResort() override;
@@ -69,6 +73,7 @@ private:
     };
     std::shared_ptr<Group> GroupOf(const Sequence& seq) const;        // the group `seq` is a member of
     std::shared_ptr<Group> OwnGroup(const Sequence& prefix) const;    // the group `prefix` computes
+    bool InBatchAlone(const Sequence& seq) const;                     // of an offline batch, in no group
     // Blocks `seq` needs beyond the `shared` tokens it takes from a prefix:
     // for its prompt and first token, or at its peak (all of max_tokens).
     int64_t OwnBlocks(const Sequence& seq, int32_t shared, bool at_peak) const;
@@ -84,6 +89,7 @@ private:
     mutable std::mutex                                          mu_;
     std::unordered_map<const Sequence*, std::shared_ptr<Group>> group_of_;    // member -> its group
     std::unordered_map<const Sequence*, std::shared_ptr<Group>> own_group_;   // prefix -> the group it computes
+    std::unordered_set<const Sequence*>                         ungrouped_;   // batch requests in no group
     int64_t  promised_ = 0;    // blocks held back this step for members about to start
     uint64_t recomputed_ = 0;
 };
