@@ -56,6 +56,10 @@ int main(void) {
     CHECK(ev.kind == PREPACK_EVENT_TOKEN);
     /* Left generating: the handler's destroy of the engine ends it. */
     CHECK(prepack_last_error()[0] == '\0');
+    /* A message longer than a short string's inline buffer, so that exit()
+    ** frees heap memory the ABI would then write to. */
+    CHECK_STATUS(prepack_engine_stats(NULL, NULL), PREPACK_INVALID_ARGUMENT);
+    CHECK(strlen(prepack_last_error()) > 16);
     atexit(destroy_at_exit);
     const int rc = finish();
     exit(rc);
