@@ -100,8 +100,12 @@ void BatchLlmScheduler::BeginPlan() {
     for (const auto& r : running_) {
         if (r->internal) continue;
         const int64_t growth = OwnBlocks(*r, 0, /*at_peak=*/true) - static_cast<int64_t>(r->kv.blocks().size());
-        promised_ += static_cast<int64_t>(kRunningGrowthShare * static_cast<double>(std::max<int64_t>(0, growth)));
+        promised_ += HeldBack(growth);
     }
+}
+
+int64_t BatchLlmScheduler::HeldBack(int64_t growth) {
+    return static_cast<int64_t>(kRunningGrowthShare * static_cast<double>(std::max<int64_t>(0, growth)));
 }
 
 void BatchLlmScheduler::OnAdmitted(Sequence& seq) {
@@ -109,8 +113,7 @@ void BatchLlmScheduler::OnAdmitted(Sequence& seq) {
     // the same step as the running requests' does (its prompt's blocks
     // come out of free memory as they are reserved).
     if (seq.internal) return;
-    const int64_t growth = OwnBlocks(seq, 0, /*at_peak=*/true) - OwnBlocks(seq, 0, /*at_peak=*/false);
-    promised_ += static_cast<int64_t>(kRunningGrowthShare * static_cast<double>(std::max<int64_t>(0, growth)));
+    promised_ += HeldBack(OwnBlocks(seq, 0, /*at_peak=*/true) - OwnBlocks(seq, 0, /*at_peak=*/false));
 }
 
 bool BatchLlmScheduler::Ready(const Sequence& seq) {
@@ -128,7 +131,7 @@ bool BatchLlmScheduler::Ready(const Sequence& seq) {
     // batch order puts decode-heavy requests first, and admitted at their
     // prompts they all grow at once (a 64-request batch with nothing
     // shared, at 64 MiB: 9 preemptions and 0.95x fcfs's throughput; at
-    // their peaks 7 and 0.99x).
+    // their peaks, counting same-step starts in OnAdmitted, 4 and 1.01x).
     int64_t need = OwnBlocks(seq, attaches ? g->prefix->n_prompt : 0, /*at_peak=*/g != nullptr || InBatchAlone(seq));
     if (seq.internal && seq.num_computed == 0) {
         if (const std::shared_ptr<Group> own = OwnGroup(seq)) need += own->first_blocks;   // a group starts

@@ -77,6 +77,8 @@ private:
     // Blocks `seq` needs beyond the `shared` tokens it takes from a prefix:
     // for its prompt and first token, or at its peak (all of max_tokens).
     int64_t OwnBlocks(const Sequence& seq, int32_t shared, bool at_peak) const;
+    // The part of a request's remaining growth (blocks) admission keeps free.
+    static int64_t HeldBack(int64_t growth);
     // A member no longer needs its group's prefix; the last one lets go of it.
     void LeaveGroup(Sequence& member);
     // Lets go of one computed prefix that no running sequence (and not
