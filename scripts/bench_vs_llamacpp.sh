@@ -38,6 +38,7 @@ COMMAND="MODELS=\"$MODELS\" THREADS=\"$THREADS\""
 [ "$DECODE_TOKENS" = 32 ] || COMMAND="$COMMAND DECODE_TOKENS=$DECODE_TOKENS"
 [ "$DECODE_BATCH" = 16 ] || COMMAND="$COMMAND DECODE_BATCH=$DECODE_BATCH"
 [ "$PREPACK_KV" = bf16 ] || COMMAND="$COMMAND PREPACK_KV=$PREPACK_KV"
+[ "$VENV" = build/bench-venv ] || COMMAND="$COMMAND VENV=$VENV"
 COMMAND="$COMMAND scripts/bench_vs_llamacpp.sh"
 LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
 say() { echo "bench_vs_llamacpp: $*" >&2; }
@@ -66,8 +67,11 @@ if ! "$VENV/bin/python" -c "import llama_cpp, gguf, numpy" 2>/dev/null; then
   # GGML_NATIVE: llama.cpp is built for this CPU's ISA (-march=native; AVX-512,
   # VNNI and BF16 on this project's Zen 5), as a local llama.cpp build would be.
   # The venv is then only valid on CPUs with the same flags.
-  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON}" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
+  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON}"
+  CMAKE_ARGS="$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "$LLAMACPP_PY" numpy gguf
+  # Kept beside the build, so the table can say how llama.cpp was built.
+  echo "$CMAKE_ARGS" > "$VENV/llama-cpp-cmake-args"
 fi
 
 # ---- (b) the models ------------------------------------------------------------
@@ -89,8 +93,9 @@ done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 # First line: how the run was made, so TABLE_ONLY=1 can redo the table from the file alone.
-"$PY" -c 'import json, sys, datetime; print(json.dumps({"engine": "meta", "command": sys.argv[1], "load_at_start": sys.argv[2], "prepack_commit": sys.argv[3], "date": datetime.date.today().isoformat()}))' \
-  "$COMMAND" "$LOAD_AT_START" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" > "$JSONL"
+LLAMACPP_BUILD=$(cat "$VENV/llama-cpp-cmake-args" 2>/dev/null || echo "unrecorded CMAKE_ARGS")
+"$PY" -c 'import json, sys, datetime; print(json.dumps({"engine": "meta", "command": sys.argv[1], "load_at_start": sys.argv[2], "prepack_commit": sys.argv[3], "llamacpp_cmake_args": sys.argv[4], "date": datetime.date.today().isoformat()}))' \
+  "$COMMAND" "$LOAD_AT_START" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$LLAMACPP_BUILD" > "$JSONL"
 for M in $MODELS; do
   FILE=$MODEL_DIR/llama32-1b-$M.gguf
   for T in $THREADS; do
@@ -208,7 +213,8 @@ out = ["", "Run %s on %s (%s), %s threads, %s prompt tokens, %s decode tokens; m
        "- runs that started while another task was runnable (contended): %d of %d" % (
            sum(1 for r in rows if r.get("other_runnable_at_start", 0) > 0), len(rows)),
        "- prepack at commit %s (plus whatever the working tree held when build/bin/prepack was built), CPU kernels: %s" % (commit, kernels),
-       "- llama-cpp-python %s (llama.cpp built with GGML_NATIVE); llama.cpp system info: `%s`" % (llver, sysinfo),
+       "- llama-cpp-python %s (llama.cpp built with CMAKE_ARGS `%s`); llama.cpp system info: `%s`" % (
+           llver, meta.get("llamacpp_cmake_args", "-DGGML_NATIVE=ON"), sysinfo),
        "- command: `%s` (raw JSON lines: %s)" % (command, jsonl),
        "",
        "| model file | threads | prepack prefill tok/s | llama.cpp prefill tok/s | ratio | prepack decode tok/s | "
