@@ -67,9 +67,10 @@ if ! "$VENV/bin/python" -c "import llama_cpp, gguf, numpy" 2>/dev/null; then
   # GGML_NATIVE: llama.cpp is built for this CPU's ISA (-march=native; AVX-512,
   # VNNI and BF16 on this project's Zen 5), as a local llama.cpp build would be.
   # The venv is then only valid on CPUs with the same flags.
+  # --no-cache-dir: pip would otherwise reuse a wheel built earlier with other CMAKE_ARGS.
   CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON}"
   CMAKE_ARGS="$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "$LLAMACPP_PY" numpy gguf
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir "$LLAMACPP_PY" numpy gguf
   # Kept beside the build, so the table can say how llama.cpp was built.
   echo "$CMAKE_ARGS" > "$VENV/llama-cpp-cmake-args"
 fi
