@@ -41,15 +41,17 @@ constexpr int kGroupRows = 8;   // 32 vector registers: 2 per row plus the unpac
 constexpr int kGroupRows = 4;
 #endif
 
+// -DPREPACK_QUANT_PREFETCH=N measures another distance.
 #ifndef PREPACK_QUANT_PREFETCH
 #define PREPACK_QUANT_PREFETCH 2048
 #endif
 // How far ahead of the block being summed the weight stream is fetched. The
 // hardware prefetchers alone kept one-row Q4_K decode at 11 GB/s from memory
-// on an AMX Xeon (2 threads), a third of what the machine delivers; fetching
-// 2 KiB ahead (about 14 Q4_K blocks, the next row when a row ends) took it to
-// 28 GB/s. The rows a thread reads are consecutive, so the stream runs on
-// across rows.
+// on an AMX Xeon (2 threads), under half of what the machine delivers, though
+// in cache the kernel ran as fast as Q6_K's; fetching 2 KiB ahead (about 14
+// Q4_K blocks, into the next row when a row ends) took it to about 25 GB/s
+// (1 KiB: 10% slower, 4 KiB: the same). The rows a thread reads are
+// consecutive, so the stream runs on across rows.
 constexpr int64_t kPrefetchBytes = PREPACK_QUANT_PREFETCH;
 
 // Prefetches the cache lines that begin within [block, block + kBytes) moved
@@ -95,10 +97,11 @@ inline __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<con
 
 // A Q4_K/Q5_K block's eight 6-bit scales (bytes 0-7) and mins (bytes 8-15),
 // unpacked in vector registers from the 12 bytes at `scales` (the packing of
-// KQuantScalesMins, a 32-bit lane per four values). Unpacking them in scalar
-// code through a stack array cost a failed store-to-load forwarding per
-// block, and that stall held back the weight loads behind it: one-row Q4_K
-// decode streamed at half of Q6_K's bytes per second from memory.
+// KQuantScalesMins, a 32-bit lane per four values), so the kernels need no
+// scalar unpacking and no round trip through a stack array. (In cache it
+// measured the same as the scalar unpacking at the AVX-512 level and a few
+// percent faster at AVX2; it is not what held one-row decode back, the
+// prefetching above is.)
 inline __m128i KQuantScalesMins128(const uint8_t* scales) {
     // Lanes u0, u1, u2 of the 12 bytes (and 4 bytes of the block beyond them, unused).
     const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
