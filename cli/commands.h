@@ -14,6 +14,7 @@ void AddBenchForward(CLI::App& bench, int* exit_code);
 void AddBenchPrefill(CLI::App& bench, int* exit_code);
 void AddBenchBatch(CLI::App& bench, int* exit_code);
 void AddBenchLazy(CLI::App& bench, int* exit_code);
+void AddBenchKernels(CLI::App& bench, int* exit_code);
 void AddEvalLazy(CLI::App& eval, int* exit_code);
 
 }  // namespace prepack::cli

@@ -110,6 +110,45 @@ TEST(BenchForwardCli, JsonReportsCeilingsAndEfficiencies) {
     EXPECT_TRUE(j["prepacked_weights_blocked"].is_boolean());
 }
 
+TEST(BenchKernelsCli, OneResultPerTypeLevelAndRowCountWithTheBytesItRead) {
+    int code = 0;
+    const std::string out = testing::RunCli(
+        "bench kernels --types q4_k,q8_0 --rows 1,3 --levels baseline,avx2 --k 512 --memory-mib 1 --cache-kib 8 "
+        "--reps 1 --threads 1 --json",
+        &code);
+    if (out.find("not a level this CPU runs") != std::string::npos) GTEST_SKIP() << "no AVX2 here";
+    ASSERT_EQ(code, 0) << out;
+    const auto j = nlohmann::json::parse(out);
+    ASSERT_EQ(j["results"].size(), 2u * 2u * 2u) << out;
+    for (const auto& r : j["results"]) {
+        EXPECT_GT(r["memory_gbps"].get<double>(), 0.0) << r;
+        EXPECT_GT(r["cache_gbps"].get<double>(), 0.0) << r;
+        // Whole rows of 512 weights: Q4_K 288 bytes, Q8_0 544; about 1 MiB and 8 KiB of them.
+        const int64_t row = r["type"] == "Q4_K" ? 288 : 544;
+        EXPECT_EQ(r["memory_bytes"].get<int64_t>(), (int64_t{1} << 20) / row * row) << r;
+        EXPECT_EQ(r["cache_bytes"].get<int64_t>(), 8192 / row * row) << r;
+    }
+    EXPECT_EQ(j["results"][0]["level"], "baseline");
+    EXPECT_EQ(j["results"][2]["level"], "avx2");
+    EXPECT_EQ(j["results"][1]["rows"], 3);
+}
+
+TEST(BenchKernelsCli, BadFlagsAreNamed) {
+    int code = 0;
+    std::string out = testing::RunCli("bench kernels --types q4_0,q3_k", &code, true);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(out.find("unknown block type 'q3_k'"), std::string::npos) << out;
+    out = testing::RunCli("bench kernels --rows 1,17", &code, true);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(out.find("--rows: 17"), std::string::npos) << out;
+    out = testing::RunCli("bench kernels --k 300", &code, true);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(out.find("not a multiple of 256"), std::string::npos) << out;
+    out = testing::RunCli("bench kernels --levels sse9", &code, true);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(out.find("--levels: 'sse9'"), std::string::npos) << out;
+}
+
 // (The default, f32 and f32, is checked above.)
 TEST(BenchForwardCli, KvDTypeFollowsTheWeightsUnlessNamed) {
     const std::string base =

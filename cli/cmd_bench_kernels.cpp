@@ -1,0 +1,214 @@
+// `prepack bench kernels`: the quantized dot-product kernels alone, per block
+// type and per CPU level this machine runs, as GB/s of weights streamed. One
+// matrix far larger than the caches (decode reads every weight from memory)
+// and one that fits in L2 per thread (the kernel's arithmetic alone), so a
+// figure that drops between the two names memory, not instructions, as the
+// limit. No model is needed: the weights are random blocks with fixed scales.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_split.h"
+#include "cli/bench_util.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/base/runtime.h"
+#include "kernels/cpu/cpu_level.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_acts.h"
+
+namespace prepack::cli {
+namespace {
+
+struct BenchKernelsOptions {
+    std::string types = "q4_0,q8_0,q4_k,q5_k,q6_k";
+    std::string rows = "1,16";   // activation rows per call: batch-1 and batched decode
+    std::string levels;          // empty: every level this CPU runs
+    int         threads = 0;
+    int64_t     k = 4096;        // weights per row
+    int64_t     memory_mib = 1024;
+    int64_t     cache_kib = 512;  // per thread
+    int32_t     reps = 5;
+    bool        json = false;
+};
+
+std::optional<cpu::QuantType> ParseType(std::string_view name) {
+    for (cpu::QuantType t : {cpu::QuantType::kQ4_0, cpu::QuantType::kQ8_0, cpu::QuantType::kQ4_K,
+                             cpu::QuantType::kQ5_K, cpu::QuantType::kQ6_K}) {
+        std::string lower = cpu::QuantTypeName(t);
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (name == lower) return t;
+    }
+    return std::nullopt;
+}
+
+// Random codes, and every block's fp16 scales set to 1/64 (0x2400): random
+// scale bits would give infinities, NaNs and denormals, whose arithmetic
+// can be slower than a real model's.
+std::vector<uint8_t> RandomBlocks(cpu::QuantType type, int64_t bytes, uint64_t seed) {
+    std::vector<uint8_t> w(static_cast<size_t>(bytes));
+    std::mt19937_64 rng(seed);
+    for (size_t i = 0; i + 8 <= w.size(); i += 8) {
+        const uint64_t r = rng();
+        std::memcpy(&w[i], &r, 8);
+    }
+    const int64_t block = cpu::QuantBlockBytes(type);
+    const uint16_t scale = 0x2400;
+    for (int64_t b = 0; b + block <= bytes; b += block) {
+        uint8_t* p = w.data() + b;
+        switch (type) {
+            case cpu::QuantType::kQ4_0:
+            case cpu::QuantType::kQ8_0: std::memcpy(p, &scale, 2); break;
+            case cpu::QuantType::kQ4_K:
+            case cpu::QuantType::kQ5_K:
+                std::memcpy(p, &scale, 2);
+                std::memcpy(p + 2, &scale, 2);
+                break;
+            case cpu::QuantType::kQ6_K: std::memcpy(p + 208, &scale, 2); break;
+        }
+    }
+    return w;
+}
+
+struct Table {
+    cpu::CpuLevel           level;
+    const cpu::KernelTable* kernels;
+};
+
+// The kernel tables this CPU can run, lowest level first.
+std::vector<Table> RunnableTables() {
+    std::vector<Table> out = {{cpu::CpuLevel::kBaseline, &cpu::isa_baseline::Kernels()}};
+#if defined(__x86_64__)
+    const cpu::CpuLevel best = cpu::DetectedCpuLevel();
+    if (best >= cpu::CpuLevel::kAvx2) out.push_back({cpu::CpuLevel::kAvx2, &cpu::isa_avx2::Kernels()});
+    if (best >= cpu::CpuLevel::kAvx512) out.push_back({cpu::CpuLevel::kAvx512, &cpu::isa_avx512::Kernels()});
+#endif
+    return out;
+}
+
+int Run(const BenchKernelsOptions& o) {
+    std::vector<cpu::QuantType> types;
+    for (absl::string_view name : absl::StrSplit(o.types, ',')) {
+        const auto t = ParseType(std::string_view(name.data(), name.size()));
+        if (!t) {
+            std::fprintf(stderr, "prepack: --types: unknown block type '%s' (q4_0, q8_0, q4_k, q5_k, q6_k)\n",
+                         std::string(name).c_str());
+            return 2;
+        }
+        types.push_back(*t);
+    }
+    auto rows = ParseIntList("--rows", o.rows, 1);
+    if (!rows.ok()) return Fail(rows.status());
+    for (int32_t m : *rows) {
+        if (m > cpu::kSmallLinearRows) {
+            std::fprintf(stderr, "prepack: --rows: %d is above %lld, where the linear layers leave these kernels\n", m,
+                         static_cast<long long>(cpu::kSmallLinearRows));
+            return 2;
+        }
+    }
+    if (o.k % 256 != 0) {
+        std::fprintf(stderr, "prepack: --k: %lld is not a multiple of 256 (the K-quants' block)\n",
+                     static_cast<long long>(o.k));
+        return 2;
+    }
+    SetNumThreads(o.threads);
+    const int threads = NumThreads();
+    std::vector<Table> tables = RunnableTables();
+    if (!o.levels.empty()) {
+        std::vector<Table> chosen;
+        for (absl::string_view name : absl::StrSplit(o.levels, ',')) {
+            const auto level = cpu::ParseCpuLevel(std::string_view(name.data(), name.size()));
+            const auto it = std::find_if(tables.begin(), tables.end(), [&](const Table& t) {
+                return level && t.level == std::min(*level, cpu::CpuLevel::kAvx512);
+            });
+            if (it == tables.end()) {
+                std::fprintf(stderr, "prepack: --levels: '%s' is not a level this CPU runs (%s; this CPU: up to %s)\n",
+                             std::string(name).c_str(), cpu::CpuLevelNames(),
+                             cpu::CpuLevelName(cpu::DetectedCpuLevel()));
+                return 2;
+            }
+            chosen.push_back(*it);
+        }
+        tables = chosen;
+    }
+    // Where the kernels pick a variant by the active level (Q8_0's VNNI), they follow PREPACK_CPU.
+    const cpu::CpuLevel active = cpu::ActiveCpuLevel();
+
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(cpu::kSmallLinearRows * o.k));
+    for (float& v : x) v = normal(rng);
+
+    nlohmann::json results = nlohmann::json::array();
+    if (!o.json) {
+        std::printf("quantized dot-product kernels, %d threads, rows of %lld weights; GB/s of weights read per call "
+                    "(median of %d)\n  CPU kernels %s\n", threads, static_cast<long long>(o.k), o.reps,
+                    cpu::KernelChoiceSummary().c_str());
+        std::printf("  %-5s %-11s %4s %12s %12s\n", "type", "level", "rows", "from memory", "from cache");
+    }
+    for (cpu::QuantType type : types) {
+        const int64_t row_bytes = cpu::QuantRowBytes(type, o.k);
+        const int64_t memory_rows = std::max<int64_t>(1, (o.memory_mib << 20) / row_bytes);
+        const int64_t cache_rows = std::max<int64_t>(1, (o.cache_kib << 10) * threads / row_bytes);
+        std::fprintf(stderr, "bench kernels: %s, %lld MiB of weights...\n", cpu::QuantTypeName(type),
+                     static_cast<long long>(memory_rows * row_bytes >> 20));
+        const std::vector<uint8_t> big = RandomBlocks(type, memory_rows * row_bytes, 1);
+        const std::vector<uint8_t> small = RandomBlocks(type, cache_rows * row_bytes, 2);
+        std::vector<uint8_t> acts(static_cast<size_t>(cpu::kSmallLinearRows * cpu::ActRowBytes(type, o.k)));
+        cpu::QuantizeActs(type, x.data(), cpu::kSmallLinearRows, o.k, acts.data());
+        std::vector<float> y(static_cast<size_t>(cpu::kSmallLinearRows * memory_rows));
+        for (const Table& t : tables) {
+            for (int32_t m : *rows) {
+                const auto gbps = [&](const std::vector<uint8_t>& w, int64_t n, int reps) {
+                    const cpu::QuantSlice slice{type, w.data(), n};
+                    const double s = Median(TimeRuns(
+                        [&] { t.kernels->quant_linear(acts.data(), slice, y.data(), n, m, o.k, false); }, 1, reps));
+                    return static_cast<double>(n * row_bytes) / s / 1e9;
+                };
+                const double memory = gbps(big, memory_rows, o.reps);
+                // Many calls per timing: one pass over a cache-sized matrix takes microseconds.
+                const double cache = gbps(small, cache_rows, o.reps * 20);
+                const std::string level = cpu::CpuLevelName(t.level == cpu::CpuLevel::kAvx512 && active > t.level
+                                                               ? active : t.level);
+                results.push_back({{"type", cpu::QuantTypeName(type)}, {"level", level}, {"rows", m},
+                                   {"memory_gbps", memory}, {"cache_gbps", cache},
+                                   {"memory_bytes", memory_rows * row_bytes}, {"cache_bytes", cache_rows * row_bytes}});
+                if (!o.json) {
+                    std::printf("  %-5s %-11s %4d %7.1f GB/s %7.1f GB/s\n", cpu::QuantTypeName(type), level.c_str(), m,
+                                memory, cache);
+                }
+            }
+        }
+    }
+    if (o.json) {
+        nlohmann::json j = {{"threads", threads}, {"k", o.k}, {"reps", o.reps},
+                            {"cpu_kernels", cpu::KernelChoiceSummary()}, {"results", results}};
+        std::printf("%s\n", j.dump().c_str());
+    }
+    return 0;
+}
+
+}  // namespace
+
+void AddBenchKernels(CLI::App& bench, int* exit_code) {
+    auto* o = new BenchKernelsOptions();
+    CLI::App* cmd = bench.add_subcommand("kernels", "Quantized dot-product kernels per block type and CPU level (GB/s)");
+    cmd->add_option("--types", o->types, "comma-separated block types: q4_0, q8_0, q4_k, q5_k, q6_k");
+    cmd->add_option("--rows", o->rows, "comma-separated activation rows per call (1 = batch-1 decode)");
+    cmd->add_option("--levels", o->levels,
+                    "comma-separated CPU levels (baseline, avx2, avx512; default: every level this CPU runs)");
+    cmd->add_option("--threads", o->threads, "CPU threads (0 = all online CPUs)")->check(CLI::Range(0, 1024));
+    cmd->add_option("--k", o->k, "weights per row (a multiple of 256)")->check(CLI::Range(256, 1 << 20));
+    cmd->add_option("--memory-mib", o->memory_mib, "size of the matrix read from memory (larger than the caches)")
+        ->check(CLI::Range(1, 1 << 16));
+    cmd->add_option("--cache-kib", o->cache_kib, "size per thread of the matrix read from cache")
+        ->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--reps", o->reps, "timed runs (the median is reported)")->check(CLI::Range(1, 100));
+    cmd->add_flag("--json", o->json, "machine-readable output");
+    cmd->callback([o, exit_code]() { *exit_code = Run(*o); });
+}
+
+}  // namespace prepack::cli
