@@ -376,6 +376,49 @@ void DotsQ8_0512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, i
     for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]) + tail[i];
 }
 
+// Q4_0: two blocks per instruction as for Q8_0 above. The 16 bytes of
+// nibbles of each block give its weights 0-15 (low nibbles) and 16-31 (high);
+// one 128-bit lane per half, put in the activation pair's order: block b's
+// 32 weights, then block b + 1's. "- 8" comes from the blocks' activation sums.
+inline __m512i Q4_0PairNibbles(const uint8_t* w) {
+    const __m256i both = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 20)),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2)));
+    // 128-bit lanes: b low, b + 1 low, b high, b + 1 high.
+    const __m512i lanes = _mm512_and_si512(
+        _mm512_inserti64x4(_mm512_castsi256_si512(both), _mm256_srli_epi16(both, 4), 1), _mm512_set1_epi8(0x0F));
+    return _mm512_shuffle_i64x2(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+// The pair's two activation sums, 8 lanes each.
+inline __m512i PairSums(const ActPair32& a) {
+    const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_epi32(halves, _mm512_castsi128_si512(
+                                                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a.sum))));
+}
+
+template <int MB>
+void DotsQ4_0512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    const __m512i ones = _mm512_set1_epi16(1);
+    __m512 acc[MB];
+    for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, w += 36) {
+        PrefetchAhead(w, 36);
+        const __m512i q = Q4_0PairNibbles(w);
+        const __m512 dw = _mm512_mask_mov_ps(_mm512_set1_ps(LoadHalf(w)), 0xFF00, _mm512_set1_ps(LoadHalf(w + 18)));
+        for (int i = 0; i < MB; ++i) {
+            const ActPair32& a = ActRow<ActPair32>(acts, act_row_bytes, i)[b / 2];
+            // Each block's 8 lanes sum to sum(q a); each less sum(a) gives sum((q - 8) a).
+            const __m512i p =
+                _mm512_sub_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(q, _mm512_loadu_si512(a.q)), ones), PairSums(a));
+            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, PairScales(a)), _mm512_cvtepi32_ps(p), acc[i]);
+        }
+    }
+    float tail[MB] = {};
+    if (b < nb) DotsQ4_0<MB>(w, acts + b / 2 * static_cast<int64_t>(sizeof(ActPair32)), act_row_bytes, nb - b, tail);
+    for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]) + tail[i];
+}
+
 #define PREPACK_VNNI __attribute__((target(PREPACK_ISA_TARGET ",avx512vnni")))
 
 template <int MB>
@@ -542,8 +585,8 @@ void DotsQ6_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
 template <int MB>
 void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     switch (type) {
-        case QuantType::kQ4_0: return DotsQ4_0<MB>(w, acts, act_row_bytes, nb, out);
 #if PREPACK_ISA_LEVEL == 2
+        case QuantType::kQ4_0: return DotsQ4_0512<MB>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ8_0:
             return UseVnni() ? DotsQ8_0512Vnni<MB>(w, acts, act_row_bytes, nb, out)
                              : DotsQ8_0512<MB>(w, acts, act_row_bytes, nb, out);
@@ -551,6 +594,7 @@ void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row
         case QuantType::kQ5_K: return DotsQ45_K512<MB, true>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ6_K: return DotsQ6_K512<MB>(w, acts, act_row_bytes, nb, out);
 #else
+        case QuantType::kQ4_0: return DotsQ4_0<MB>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ4_K: return DotsQ45_K<MB, false>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ5_K: return DotsQ45_K<MB, true>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ6_K: return DotsQ6_K<MB>(w, acts, act_row_bytes, nb, out);
