@@ -2,7 +2,7 @@
 """llama.cpp's side of scripts/bench_vs_llamacpp.sh (issue 22), in this process.
 
   bench_llamacpp.py MODEL.gguf [--threads 2] [--prompt-tokens 512] [--decode-tokens 32] [--seqs 16] [--reps 1]
-  bench_llamacpp.py quantize IN.gguf OUT.gguf q8_0|q4_k_m|q6_k [--threads 2]
+  bench_llamacpp.py quantize IN.gguf OUT.gguf q8_0|q4_k_m|q6_k|q5_k_m|q4_0 [--threads 2]
 
 Needs a venv with llama-cpp-python (its low-level ctypes API: llama_cpp.llama_cpp).
 Bench prints one JSON object on stdout; llama.cpp's own log goes nowhere unless
@@ -36,7 +36,8 @@ from collections import deque
 import llama_cpp
 import llama_cpp.llama_cpp as L
 
-FTYPES = {"q8_0": L.LLAMA_FTYPE_MOSTLY_Q8_0, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M, "q6_k": L.LLAMA_FTYPE_MOSTLY_Q6_K}
+FTYPES = {"q8_0": L.LLAMA_FTYPE_MOSTLY_Q8_0, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M, "q6_k": L.LLAMA_FTYPE_MOSTLY_Q6_K,
+          "q5_k_m": L.LLAMA_FTYPE_MOSTLY_Q5_K_M, "q4_0": L.LLAMA_FTYPE_MOSTLY_Q4_0}
 
 # ---- llama.cpp's log: silenced, but the tail is kept to explain a failure --------
 _log_tail = deque(maxlen=20)

@@ -4,7 +4,8 @@
 # (a) makes the venv build/bench-venv with llama-cpp-python, numpy and gguf
 #     (first time only: llama-cpp-python compiles llama.cpp, ~10 minutes on 2 cores);
 # (b) writes build/bench-models/llama32-1b-{f32,q8_0,q4_k_m,q6_k}.gguf where missing
-#     (a Llama-3.2-1B-shaped model with random weights, quantized by llama.cpp);
+#     (a Llama-3.2-1B-shaped model with random weights, quantized by llama.cpp;
+#     q5_k_m and q4_0 too when MODELS names them);
 # (c) for each model and thread count, runs `prepack bench forward` and then
 #     scripts/bench_llamacpp.py on the same file, one after the other; the raw
 #     JSON lines go to build/bench-vs-llamacpp.jsonl;
