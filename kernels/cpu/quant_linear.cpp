@@ -441,6 +441,32 @@ PREPACK_VNNI void DotsQ8_0512Vnni(const uint8_t* w, const uint8_t* acts, int64_t
     for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]) + tail[i];
 }
 
+// Q4_0 as DotsQ4_0512, the four-product sums in one vpdpbusd (16 rows:
+// about 10% faster). A copy rather than a shared template: GCC gives a
+// lambda or template called from here no AVX-512 VNNI target, and the
+// intrinsic then fails to inline.
+template <int MB>
+PREPACK_VNNI void DotsQ4_0512Vnni(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb,
+                                  float* out) {
+    __m512 acc[MB];
+    for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, w += 36) {
+        PrefetchAhead(w, 36);
+        const __m512i q = Q4_0PairNibbles(w);
+        const __m512 dw = _mm512_mask_mov_ps(_mm512_set1_ps(LoadHalf(w)), 0xFF00, _mm512_set1_ps(LoadHalf(w + 18)));
+        for (int i = 0; i < MB; ++i) {
+            const ActPair32& a = ActRow<ActPair32>(acts, act_row_bytes, i)[b / 2];
+            const __m512i p =
+                _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.q)), PairSums(a));
+            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, PairScales(a)), _mm512_cvtepi32_ps(p), acc[i]);
+        }
+    }
+    float tail[MB] = {};
+    if (b < nb) DotsQ4_0<MB>(w, acts + b / 2 * static_cast<int64_t>(sizeof(ActPair32)), act_row_bytes, nb - b, tail);
+    for (int i = 0; i < MB; ++i) out[i] = _mm512_reduce_add_ps(acc[i]) + tail[i];
+}
+
 // AVX-512 VNNI comes with the avx512-bf16 level (cpu_level.h), which shares
 // this level's table.
 inline bool UseVnni() { return ActiveCpuLevel() >= CpuLevel::kAvx512Bf16; }
@@ -586,7 +612,9 @@ template <int MB>
 void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     switch (type) {
 #if PREPACK_ISA_LEVEL == 2
-        case QuantType::kQ4_0: return DotsQ4_0512<MB>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ4_0:
+            return UseVnni() ? DotsQ4_0512Vnni<MB>(w, acts, act_row_bytes, nb, out)
+                             : DotsQ4_0512<MB>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ8_0:
             return UseVnni() ? DotsQ8_0512Vnni<MB>(w, acts, act_row_bytes, nb, out)
                              : DotsQ8_0512<MB>(w, acts, act_row_bytes, nb, out);
