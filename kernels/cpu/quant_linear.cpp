@@ -338,10 +338,14 @@ struct Q8_0Pair {
     __mmask64 negative;   // q < 0
 };
 
+// Two blocks' fp16 scales (at `first` and `second`), 8 lanes each.
+inline __m512 PairWeightScales(const uint8_t* first, const uint8_t* second) {
+    return _mm512_mask_mov_ps(_mm512_set1_ps(LoadHalf(first)), 0xFF00, _mm512_set1_ps(LoadHalf(second)));
+}
+
 inline Q8_0Pair LoadQ8_0Pair(const uint8_t* w) {
     const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(Load32(w + 2)), Load32(w + 36), 1);
-    return {_mm512_mask_mov_ps(_mm512_set1_ps(LoadHalf(w)), 0xFF00, _mm512_set1_ps(LoadHalf(w + 34))),
-            _mm512_abs_epi8(q), _mm512_movepi8_mask(q)};
+    return {PairWeightScales(w, w + 34), _mm512_abs_epi8(q), _mm512_movepi8_mask(q)};
 }
 
 // The activation pair's values with the weights' signs, and its two scales in 8 lanes each.
@@ -350,11 +354,13 @@ inline __m512i SignedPair(const ActPair32& a, __mmask64 negative) {
     return _mm512_mask_sub_epi8(x, negative, _mm512_setzero_si512(), x);
 }
 
-inline __m512 PairScales(const ActPair32& a) {
+// Two 32-bit values (an activation pair's scales or sums), 8 lanes each.
+inline __m512i PairHalves(const void* two) {
     const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    return _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_castsi128_ps(
-                                             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a.d)))));
+    return _mm512_permutexvar_epi32(halves, _mm512_castsi128_si512(_mm_loadl_epi64(static_cast<const __m128i*>(two))));
 }
+
+inline __m512 PairScales(const ActPair32& a) { return _mm512_castsi512_ps(PairHalves(a.d)); }
 
 template <int MB>
 void DotsQ8_0512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
@@ -380,21 +386,22 @@ void DotsQ8_0512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, i
 // nibbles of each block give its weights 0-15 (low nibbles) and 16-31 (high);
 // one 128-bit lane per half, put in the activation pair's order: block b's
 // 32 weights, then block b + 1's. "- 8" comes from the blocks' activation sums.
-inline __m512i Q4_0PairNibbles(const uint8_t* w) {
+struct Q4_0Pair {
+    __m512  dw;   // the two blocks' scales, 8 lanes each
+    __m512i q;    // the nibbles as unsigned bytes
+};
+
+inline Q4_0Pair LoadQ4_0Pair(const uint8_t* w) {
     const __m256i both = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 20)),
                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2)));
     // 128-bit lanes: b low, b + 1 low, b high, b + 1 high.
     const __m512i lanes = _mm512_and_si512(
         _mm512_inserti64x4(_mm512_castsi256_si512(both), _mm256_srli_epi16(both, 4), 1), _mm512_set1_epi8(0x0F));
-    return _mm512_shuffle_i64x2(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0));
+    return {PairWeightScales(w, w + 18), _mm512_shuffle_i64x2(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0))};
 }
 
 // The pair's two activation sums, 8 lanes each.
-inline __m512i PairSums(const ActPair32& a) {
-    const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    return _mm512_permutexvar_epi32(halves, _mm512_castsi128_si512(
-                                                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a.sum))));
-}
+inline __m512i PairSums(const ActPair32& a) { return PairHalves(a.sum); }
 
 template <int MB>
 void DotsQ4_0512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
@@ -404,14 +411,13 @@ void DotsQ4_0512(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, i
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2, w += 36) {
         PrefetchAhead(w, 36);
-        const __m512i q = Q4_0PairNibbles(w);
-        const __m512 dw = _mm512_mask_mov_ps(_mm512_set1_ps(LoadHalf(w)), 0xFF00, _mm512_set1_ps(LoadHalf(w + 18)));
+        const Q4_0Pair q = LoadQ4_0Pair(w);
         for (int i = 0; i < MB; ++i) {
             const ActPair32& a = ActRow<ActPair32>(acts, act_row_bytes, i)[b / 2];
             // Each block's 8 lanes sum to sum(q a); each less sum(a) gives sum((q - 8) a).
             const __m512i p =
-                _mm512_sub_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(q, _mm512_loadu_si512(a.q)), ones), PairSums(a));
-            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, PairScales(a)), _mm512_cvtepi32_ps(p), acc[i]);
+                _mm512_sub_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(q.q, _mm512_loadu_si512(a.q)), ones), PairSums(a));
+            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(q.dw, PairScales(a)), _mm512_cvtepi32_ps(p), acc[i]);
         }
     }
     float tail[MB] = {};
@@ -453,13 +459,12 @@ PREPACK_VNNI void DotsQ4_0512Vnni(const uint8_t* w, const uint8_t* acts, int64_t
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2, w += 36) {
         PrefetchAhead(w, 36);
-        const __m512i q = Q4_0PairNibbles(w);
-        const __m512 dw = _mm512_mask_mov_ps(_mm512_set1_ps(LoadHalf(w)), 0xFF00, _mm512_set1_ps(LoadHalf(w + 18)));
+        const Q4_0Pair q = LoadQ4_0Pair(w);
         for (int i = 0; i < MB; ++i) {
             const ActPair32& a = ActRow<ActPair32>(acts, act_row_bytes, i)[b / 2];
             const __m512i p =
-                _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.q)), PairSums(a));
-            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, PairScales(a)), _mm512_cvtepi32_ps(p), acc[i]);
+                _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q.q, _mm512_loadu_si512(a.q)), PairSums(a));
+            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(q.dw, PairScales(a)), _mm512_cvtepi32_ps(p), acc[i]);
         }
     }
     float tail[MB] = {};
