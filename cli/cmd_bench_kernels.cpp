@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli/bench_util.h"
 #include "cli/commands.h"
@@ -89,51 +90,57 @@ std::vector<Table> RunnableTables() {
     return out;
 }
 
-int Run(const BenchKernelsOptions& o) {
+// What the flags ask for, checked: the error names the flag and the item.
+struct Plan {
     std::vector<cpu::QuantType> types;
+    std::vector<int32_t>        rows;
+    std::vector<Table>          tables;
+};
+
+absl::StatusOr<Plan> ParsePlan(const BenchKernelsOptions& o) {
+    Plan plan;
     for (absl::string_view name : absl::StrSplit(o.types, ',')) {
         const auto t = ParseType(std::string_view(name.data(), name.size()));
         if (!t) {
-            std::fprintf(stderr, "prepack: --types: unknown block type '%s' (q4_0, q8_0, q4_k, q5_k, q6_k)\n",
-                         std::string(name).c_str());
-            return 2;
+            return absl::InvalidArgumentError(
+                absl::StrCat("--types: unknown block type '", name, "' (q4_0, q8_0, q4_k, q5_k, q6_k)"));
         }
-        types.push_back(*t);
+        plan.types.push_back(*t);
     }
-    auto rows = ParseIntList("--rows", o.rows, 1);
-    if (!rows.ok()) return Fail(rows.status());
-    for (int32_t m : *rows) {
+    PP_ASSIGN_OR_RETURN(plan.rows, ParseIntList("--rows", o.rows, 1));
+    for (int32_t m : plan.rows) {
         if (m > cpu::kSmallLinearRows) {
-            std::fprintf(stderr, "prepack: --rows: %d is above %lld, where the linear layers leave these kernels\n", m,
-                         static_cast<long long>(cpu::kSmallLinearRows));
-            return 2;
+            return absl::InvalidArgumentError(absl::StrCat("--rows: ", m, " is above ", cpu::kSmallLinearRows,
+                                                           ", where the linear layers leave these kernels"));
         }
     }
     if (o.k % 256 != 0) {
-        std::fprintf(stderr, "prepack: --k: %lld is not a multiple of 256 (the K-quants' block)\n",
-                     static_cast<long long>(o.k));
-        return 2;
+        return absl::InvalidArgumentError(absl::StrCat("--k: ", o.k, " is not a multiple of 256 (the K-quants' block)"));
     }
+    plan.tables = RunnableTables();
+    if (o.levels.empty()) return plan;
+    std::vector<Table> chosen;
+    for (absl::string_view name : absl::StrSplit(o.levels, ',')) {
+        const auto level = cpu::ParseCpuLevel(std::string_view(name.data(), name.size()));
+        const auto it = std::find_if(plan.tables.begin(), plan.tables.end(), [&](const Table& t) {
+            return level && t.level == std::min(*level, cpu::CpuLevel::kAvx512);
+        });
+        if (it == plan.tables.end()) {
+            return absl::InvalidArgumentError(absl::StrCat("--levels: '", name, "' is not a level this CPU runs (",
+                                                           cpu::CpuLevelNames(), "; this CPU: up to ",
+                                                           cpu::CpuLevelName(cpu::DetectedCpuLevel()), ")"));
+        }
+        chosen.push_back(*it);
+    }
+    plan.tables = chosen;
+    return plan;
+}
+
+int Run(const BenchKernelsOptions& o) {
+    auto plan = ParsePlan(o);
+    if (!plan.ok()) return Fail(plan.status());
     SetNumThreads(o.threads);
     const int threads = NumThreads();
-    std::vector<Table> tables = RunnableTables();
-    if (!o.levels.empty()) {
-        std::vector<Table> chosen;
-        for (absl::string_view name : absl::StrSplit(o.levels, ',')) {
-            const auto level = cpu::ParseCpuLevel(std::string_view(name.data(), name.size()));
-            const auto it = std::find_if(tables.begin(), tables.end(), [&](const Table& t) {
-                return level && t.level == std::min(*level, cpu::CpuLevel::kAvx512);
-            });
-            if (it == tables.end()) {
-                std::fprintf(stderr, "prepack: --levels: '%s' is not a level this CPU runs (%s; this CPU: up to %s)\n",
-                             std::string(name).c_str(), cpu::CpuLevelNames(),
-                             cpu::CpuLevelName(cpu::DetectedCpuLevel()));
-                return 2;
-            }
-            chosen.push_back(*it);
-        }
-        tables = chosen;
-    }
     // Where the kernels pick a variant by the active level (Q8_0's VNNI), they follow PREPACK_CPU.
     const cpu::CpuLevel active = cpu::ActiveCpuLevel();
 
@@ -149,7 +156,7 @@ int Run(const BenchKernelsOptions& o) {
                     cpu::KernelChoiceSummary().c_str());
         std::printf("  %-5s %-11s %4s %12s %12s\n", "type", "level", "rows", "from memory", "from cache");
     }
-    for (cpu::QuantType type : types) {
+    for (cpu::QuantType type : plan->types) {
         const int64_t row_bytes = cpu::QuantRowBytes(type, o.k);
         const int64_t memory_rows = std::max<int64_t>(1, (o.memory_mib << 20) / row_bytes);
         const int64_t cache_rows = std::max<int64_t>(1, (o.cache_kib << 10) * threads / row_bytes);
@@ -160,8 +167,8 @@ int Run(const BenchKernelsOptions& o) {
         std::vector<uint8_t> acts(static_cast<size_t>(cpu::kSmallLinearRows * cpu::ActRowBytes(type, o.k)));
         cpu::QuantizeActs(type, x.data(), cpu::kSmallLinearRows, o.k, acts.data());
         std::vector<float> y(static_cast<size_t>(cpu::kSmallLinearRows * memory_rows));
-        for (const Table& t : tables) {
-            for (int32_t m : *rows) {
+        for (const Table& t : plan->tables) {
+            for (int32_t m : plan->rows) {
                 const auto gbps = [&](const std::vector<uint8_t>& w, int64_t n, int reps) {
                     const cpu::QuantSlice slice{type, w.data(), n};
                     const double s = Median(TimeRuns(
