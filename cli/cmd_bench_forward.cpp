@@ -1,6 +1,7 @@
 // `prepack bench forward`: prefill and decode speed of one sequence, with the
 // GEMM ceiling measured in the same run so efficiency is a same-run ratio.
 #include <cstdio>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -75,6 +76,18 @@ uint64_t DecodeWeightBytes(const ModelWeights& w, const ModelConfig& c) {
     return w.ResidentBytes() - embedding;
 }
 
+// Whether some matrix's many-row products run in int8 (cpu::QuantPrefillArithmetic).
+bool AnyInt8Prefill(const ModelWeights& w) {
+    for (const LayerWeights& l : w.layers) {
+        for (const cpu::Matrix* m : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) {
+            for (int s = 0; s < m->n_quant; ++s) {
+                if (std::string_view(cpu::QuantPrefillArithmetic(m->quant[s].type)) == "int8") return true;
+            }
+        }
+    }
+    return false;
+}
+
 absl::StatusOr<Ceilings> GpuCeilings() {
     PP_ASSIGN_OR_RETURN(const CudaModule* cuda, LoadCudaModule());
     Ceilings x;
@@ -114,6 +127,9 @@ int Run(const BenchForwardOptions& o) {
     // bf16 GEMM, to f32 otherwise.
     const bool bf16_gemm = bf16 || (weights.AnyQuantized() && !gpu && cpu::HasNativeBf16Gemm());
     const double peak = bf16_gemm ? ceil->peak_bf16 : ceil->peak_f32, bandwidth = ceil->bandwidth;
+    // Without native bf16 the K-quant products run in int8 instead, which
+    // may pass the f32 peak they are still compared with.
+    const bool int8_gemm = !gpu && AnyInt8Prefill(weights);
 
     std::fprintf(stderr, "bench forward: prefill of %d tokens x %d...\n", o.prompt_tokens, o.reps);
     auto prefill = [&] {
@@ -199,6 +215,7 @@ int Run(const BenchForwardOptions& o) {
         {"gemm_peak_f32_gflops", ceil->peak_f32},
         {"gemm_peak_bf16_gflops", ceil->peak_bf16},
         {"prefill_efficiency", prefill_gflops / peak},
+        {"prefill_int8_gemm", int8_gemm},
         {"decode_seconds", decode_s},
         {"decode_tokens_per_s", decode_tps},
         {"decode_gbps", decode_gbps},
@@ -230,8 +247,9 @@ int Run(const BenchForwardOptions& o) {
                 NumThreads(), o.prompt_tokens,
                 o.decode_tokens, o.reps);
     std::printf("CPU kernels %s\n", cpu::KernelChoiceSummary().c_str());
-    std::printf("  prefill   %10.1f tokens/s  %8.1f GFLOP/s  (%.0f%% of GEMM peak %.1f GFLOP/s)\n",
-                n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, peak);
+    std::printf("  prefill   %10.1f tokens/s  %8.1f GFLOP/s  (%.0f%% of %s GEMM peak %.1f GFLOP/s%s)\n",
+                n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, bf16_gemm ? "the bf16" : "the f32",
+                peak, int8_gemm ? "; K-quant products in int8" : "");
     std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights + KV  (%.0f%% of read bandwidth %.1f GB/s)\n",
                 decode_tps, decode_gbps, 100.0 * decode_gbps / bandwidth, bandwidth);
     if (!gpu && !weights.AnyQuantized()) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/forward/cpu_pass.h"
@@ -70,25 +71,36 @@ Run Greedy(const Model& model, int n_prompt, int n_decode) {
 
 // `decode_tolerance`: for the steps after the prompt, when they differ from
 // `tolerance` (quantized weights, below).
-void ExpectEveryLevelAgrees(const Model& model, const char* what, double tolerance, double decode_tolerance = -1) {
-    const std::vector<CpuLevel> levels = LevelsHere();
-    ASSERT_TRUE(cpu::ForceCpuLevel(CpuLevel::kBaseline));
-    ASSERT_EQ(cpu::ActiveKernels().level, CpuLevel::kBaseline);
+// `first`: the level the others are compared with (the lowest that runs the
+// arithmetic under test); `prompt_only`: only the prompt's logits are
+// compared, not the tokens nor the steps after.
+void ExpectEveryLevelAgrees(const Model& model, const char* what, double tolerance, double decode_tolerance = -1,
+                            CpuLevel first = CpuLevel::kBaseline, bool prompt_only = false) {
+    std::vector<CpuLevel> levels = LevelsHere();
+    levels.erase(std::remove_if(levels.begin(), levels.end(), [&](CpuLevel l) { return l < first; }), levels.end());
+    if (levels.size() < 2) {
+        std::printf("%s: one level here from %s, nothing to compare\n", what, cpu::CpuLevelName(first));
+        return;
+    }
+    ASSERT_TRUE(cpu::ForceCpuLevel(first));
+    ASSERT_EQ(cpu::ActiveKernels().level, first == CpuLevel::kAvx512Bf16 ? CpuLevel::kAvx512 : first);
     const Run base = Greedy(model, 40, 12);
     for (CpuLevel level : levels) {
-        if (level == CpuLevel::kBaseline) continue;
+        if (level == first) continue;
         ASSERT_TRUE(cpu::ForceCpuLevel(level));
         ASSERT_EQ(cpu::ActiveCpuLevel(), level) << "the forced level runs";
         const Run run = Greedy(model, 40, 12);
-        EXPECT_EQ(run.tokens, base.tokens) << what << " at " << cpu::CpuLevelName(level);
-        for (size_t s = 0; s < base.logits.size(); ++s) {
+        if (!prompt_only) {
+            EXPECT_EQ(run.tokens, base.tokens) << what << " at " << cpu::CpuLevelName(level);
+        }
+        for (size_t s = 0; s < (prompt_only ? 1 : base.logits.size()); ++s) {
             ASSERT_EQ(run.logits[s].size(), base.logits[s].size());
             EXPECT_LT(testing::MaxRelDiff(run.logits[s].data(), base.logits[s].data(), base.logits[s].size()),
                       s > 0 && decode_tolerance >= 0 ? decode_tolerance : tolerance)
                 << what << " at " << cpu::CpuLevelName(level) << ", step " << s;
         }
     }
-    std::printf("%s: levels compared with baseline:", what);
+    std::printf("%s: levels compared with %s:", what, cpu::CpuLevelName(first));
     for (CpuLevel l : levels) std::printf(" %s", cpu::CpuLevelName(l));
     std::printf("\n");
 }
@@ -143,6 +155,12 @@ TEST(CpuLevels, ModelFamilyPartsAgreeAtEveryLevel) {
 // other side of a rounding boundary, and on these random weights that moves
 // the next logits by up to ~0.15 relative (seen once in 12 steps of the
 // Q4_K_M file, at the 9th), as llama.cpp's own runs differ by that much.
+// The int8 GEMM of the K-quants' prompts (AVX2 up; the baseline decodes
+// panels) rounds every activation of 40 tokens x 16 layers that way, so
+// there the levels' prompt logits differ by up to ~0.2 (seen: 0.21) and the
+// greedy tokens of these near-flat random models may part: only the prompt's
+// logits are compared, within 0.5. That each level's GEMM computes the same
+// sums from the same activations is quant_test's (within 1e-4).
 TEST(CpuLevels, QuantizedFilesAgreeAtEveryLevel) {
     const std::string bf16_path = cpu::Bf16GemmPath();   // decoded panels in f32, as above
     ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));
@@ -152,7 +170,13 @@ TEST(CpuLevels, QuantizedFilesAgreeAtEveryLevel) {
         auto model = Model::Load(path);
         ASSERT_TRUE(model.ok()) << model.status();
         ASSERT_TRUE((*model)->weights().AnyQuantized());
+        cpu::SetInt8PrefillGemm(false);
         ExpectEveryLevelAgrees(**model, name, 1e-4, 0.25);
+        cpu::SetInt8PrefillGemm(true);
+        if (std::string_view(name).find("_K") != std::string_view::npos) {
+            ExpectEveryLevelAgrees(**model, (std::string(name) + ", int8 GEMM").c_str(), 0.5, -1, CpuLevel::kAvx2,
+                                   /*prompt_only=*/true);
+        }
     }
     cpu::SetBf16GemmPath(bf16_path.c_str());
     cpu::ForceCpuLevel(cpu::DetectedCpuLevel());

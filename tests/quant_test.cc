@@ -4,6 +4,10 @@
 //  - the integer dot-product kernels of every level this CPU has equal the
 //    decoded weights times the f32 activations within the activations'
 //    int8 rounding (a bound computed from the data), and agree across levels;
+//  - activations quantize to the same bytes at every level, as written
+//    out here from the documented rule (ties to even included);
+//  - above 16 rows the int8 GEMM (K-quants without native bf16) meets the
+//    same bounds as the few-row kernels;
 //  - a fused matrix of mixed types (Q4_K, Q4_K, Q6_K as in Q4_K_M files)
 //    gives the same product through the few-row and the many-row paths;
 //  - a file with types prepack cannot read names every such tensor.
@@ -20,6 +24,7 @@
 #include "kernels/cpu/cpu_level.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_acts.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "tests/gguf_builder.h"
 
@@ -213,7 +218,14 @@ std::vector<cpu::CpuLevel> LevelsHere() {
 
 class QuantLinearTest : public ::testing::TestWithParam<QuantType> {
 protected:
-    void TearDown() override { cpu::ForceCpuLevel(cpu::DetectedCpuLevel()); }
+    void SetUp() override { bf16_path_ = cpu::Bf16GemmPath(); }
+    void TearDown() override {
+        cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
+        cpu::SetBf16GemmPath(bf16_path_.c_str());
+    }
+
+private:
+    std::string bf16_path_;
 };
 
 TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) {
@@ -228,7 +240,14 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
     w.quant[0] = {type, data.data(), n};
     w.n_quant = 1;
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 16}) {
+    // Up to 16 rows the few-row kernels; above, K-quants go to the int8 GEMM
+    // where the CPU has no native bf16 GEMM (every level here when forced to
+    // widen), which rounds the activations as the few-row kernels do: 17 and
+    // 23 rows leave 1 and 3 over its 4-row groups, and 37 weight rows 5 over
+    // its 8-row tiles.
+    const bool int8_gemm = !small_blocks;
+    for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 16, 17, 23}) {
+        if (m > 16 && !int8_gemm) continue;   // decoded panels: MixedSlicesThroughBothPaths
         std::vector<float> x(m * k);
         for (float& v : x) v = normal(rng);
         x[3] = 40.0f;   // an outlier: its block's scale is coarse, and the bound says so
@@ -236,6 +255,10 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
         std::vector<float> base;
         for (cpu::CpuLevel level : LevelsHere()) {
             ASSERT_TRUE(cpu::ForceCpuLevel(level));
+            if (m > 16) {
+                if (level == cpu::CpuLevel::kBaseline) continue;   // no int8 GEMM there
+                ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));
+            }
             std::vector<float> y(m * n, 1.0f);
             cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/true);
             for (int64_t i = 0; i < m * n; ++i) {
@@ -273,6 +296,77 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantLinearTest,
                          ::testing::Values(QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ4_K, QuantType::kQ5_K,
                                            QuantType::kQ6_K),
                          [](const auto& info) { return std::string(cpu::QuantTypeName(info.param)); });
+
+// The rule of quant_acts.h written out: d = max|x| / 127, q = x * (1 / d)
+// to the nearest integer, ties to even; sums of each 16 codes (per 256) or
+// of the block (per 32, blocks in pairs, an odd last one beside zeros).
+std::vector<uint8_t> ReferenceActs(QuantType type, const std::vector<float>& x, int64_t m, int64_t k) {
+    std::vector<uint8_t> out(static_cast<size_t>(m * cpu::ActRowBytes(type, k)), 0);
+    const int64_t block = cpu::UsesActBlock256(type) ? 256 : 32;
+    for (int64_t i = 0; i < m; ++i) {
+        uint8_t* row = out.data() + i * cpu::ActRowBytes(type, k);
+        for (int64_t b = 0; b < k / block; ++b) {
+            const float* xb = x.data() + i * k + b * block;
+            float amax = 0;
+            for (int64_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(xb[j]));
+            const float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
+            int8_t q[256];
+            for (int64_t j = 0; j < block; ++j) {
+                const float v = xb[j] * inv;
+                float r = std::floor(v);
+                if (v - r > 0.5f || (v - r == 0.5f && std::fmod(r, 2.0f) != 0)) r += 1;   // ties to even
+                q[j] = static_cast<int8_t>(r);
+            }
+            if (block == 256) {
+                auto& a = reinterpret_cast<cpu::ActBlock256*>(row)[b];
+                a.d = d;
+                std::memcpy(a.q, q, 256);
+                for (int g = 0; g < 16; ++g) {
+                    int sum = 0;
+                    for (int j = 0; j < 16; ++j) sum += q[16 * g + j];
+                    a.bsums[g] = static_cast<int16_t>(sum);
+                }
+            } else {
+                auto& p = reinterpret_cast<cpu::ActPair32*>(row)[b / 2];
+                p.d[b % 2] = d;
+                std::memcpy(p.q + 32 * (b % 2), q, 32);
+                int sum = 0;
+                for (int j = 0; j < 32; ++j) sum += q[j];
+                p.sum[b % 2] = sum;
+            }
+        }
+    }
+    return out;
+}
+
+TEST(QuantActs, EveryLevelQuantizesAsTheRuleSays) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (QuantType type : {QuantType::kQ4_K, QuantType::kQ8_0}) {
+        // Q8_0's 17 blocks of 32 leave the last pair half empty.
+        const int64_t m = 3, k = type == QuantType::kQ4_K ? 512 : 544;
+        std::vector<float> x(m * k);
+        for (float& v : x) v = normal(rng);
+        // Row 0's first block: max 127, so d = 1 and the values below are exact ties.
+        x[0] = 127.0f;
+        x[1] = 2.5f;
+        x[2] = -3.5f;
+        x[3] = 0.5f;
+        std::fill(x.begin() + k, x.begin() + k + 256, 0.0f);   // row 1's first block all zero: d = 0
+        const std::vector<uint8_t> want = ReferenceActs(type, x, m, k);
+        for (cpu::CpuLevel level : LevelsHere()) {
+            ASSERT_TRUE(cpu::ForceCpuLevel(level));
+            std::vector<uint8_t> got(want.size(), 0);
+            cpu::ActiveKernels().quantize_act_rows(type, x.data(), m, k, got.data());
+            EXPECT_EQ(got, want) << cpu::QuantTypeName(type) << " at " << cpu::CpuLevelName(level);
+            // The parallel front end (rows split across threads) writes the same.
+            std::fill(got.begin(), got.end(), 0);
+            cpu::QuantizeActs(type, x.data(), m, k, got.data());
+            EXPECT_EQ(got, want) << cpu::QuantTypeName(type) << " through QuantizeActs at " << cpu::CpuLevelName(level);
+        }
+        cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
+    }
+}
 
 // Q|K|V of a Q4_K_M file: two Q4_K slices and a Q6_K one. The many-row path
 // (decoded panels) is exact against the decoded weights in f32, within bf16

@@ -5,6 +5,7 @@
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_acts.h"
 
 namespace prepack::cpu {
 namespace {
@@ -62,6 +63,15 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape, con
 void LastQueryScores(const float* q, const AttentionShape& shape, const AttentionSpan& span, const PagedKv& kv,
                      float* scores) {
     ActiveKernels().last_query_scores(q, shape, span, kv, scores);
+}
+
+// Rows in parallel once there are enough to pay for waking the threads
+// (a prefill's, not a decode step's).
+void QuantizeActs(QuantType type, const float* x, int64_t m, int64_t k, uint8_t* out) {
+    const KernelTable& kernels = ActiveKernels();
+    const int64_t row_bytes = ActRowBytes(type, k);
+#pragma omp parallel for schedule(static) if (m * k >= (int64_t{1} << 16))
+    for (int64_t i = 0; i < m; ++i) kernels.quantize_act_rows(type, x + i * k, 1, k, out + i * row_bytes);
 }
 
 void F32ToBf16Row(const float* src, uint16_t* dst, size_t n) { ActiveKernels().f32_to_bf16_row(src, dst, n); }

@@ -85,27 +85,60 @@ std::atomic<Bf16Path>& Bf16PathState() {
     return path;
 }
 
-// Quantized weights, few rows: X quantized once per activation shape the
-// slices need (Q4_0/Q8_0 or the K-quants), then integer dot products, each
-// slice writing its own columns of Y.
+// X quantized for the slices of one product: once per activation shape
+// (Q4_0/Q8_0's blocks of 32 or the K-quants' of 256), on first need.
+class QuantizedActs {
+public:
+    QuantizedActs(const float* x, int64_t m, int64_t k) : x_(x), m_(m), k_(k) {}
+
+    const uint8_t* For(QuantType type) {
+        const bool wide = UsesActBlock256(type);
+        std::vector<uint8_t>& acts = wide ? Buffer256() : Buffer32();
+        bool& have = wide ? have256_ : have32_;
+        if (!have) {
+            acts.resize(static_cast<size_t>(m_ * ActRowBytes(type, k_)));
+            QuantizeActs(type, x_, m_, k_, acts.data());
+            have = true;
+        }
+        return acts.data();
+    }
+
+private:
+    // One pair of buffers per thread, reused across calls.
+    static std::vector<uint8_t>& Buffer32() {
+        static thread_local std::vector<uint8_t> b;
+        return b;
+    }
+    static std::vector<uint8_t>& Buffer256() {
+        static thread_local std::vector<uint8_t> b;
+        return b;
+    }
+
+    const float* x_;
+    int64_t m_, k_;
+    bool have32_ = false, have256_ = false;
+};
+
+// Quantized weights, few rows: integer dot products, each slice writing its own columns of Y.
 void SmallQuantLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
     const KernelTable& kernels = ActiveKernels();
-    static thread_local std::vector<uint8_t> acts32, acts256;
-    bool have32 = false, have256 = false;
+    QuantizedActs acts(x, m, k);
     int64_t col = 0;
     for (int s = 0; s < w.n_quant; ++s) {
         const QuantSlice& slice = w.quant[s];
-        const bool wide = UsesActBlock256(slice.type);
-        std::vector<uint8_t>& acts = wide ? acts256 : acts32;
-        bool& have = wide ? have256 : have32;
-        if (!have) {
-            acts.resize(static_cast<size_t>(m * ActRowBytes(slice.type, k)));
-            QuantizeActs(slice.type, x, m, k, acts.data());
-            have = true;
-        }
-        kernels.quant_linear(acts.data(), slice, y + col, n, m, k, accumulate);
+        kernels.quant_linear(acts.For(slice.type), slice, y + col, n, m, k, accumulate);
         col += slice.rows;
     }
+}
+
+std::atomic<bool>& Int8GemmEnabled() {
+    static std::atomic<bool> enabled{true};
+    return enabled;
+}
+
+// Whether the level has the int8 GEMM for this block type (the K-quants, from AVX2 up).
+bool Int8Gemm(const KernelTable& kernels, QuantType type) {
+    return kernels.level != CpuLevel::kBaseline && UsesActBlock256(type) && Int8GemmEnabled().load();
 }
 
 // Quantized weights, many rows (prefill): decode a panel of weight rows
@@ -114,9 +147,12 @@ void SmallQuantLinear(const float* x, const Matrix& w, float* y, int64_t m, int6
 // there: in bf16 through oneDNN where the CPU has native bf16 GEMM (twice
 // the f32 rate; the activations rounded to bf16 once per call), else in f32
 // through sgemm. The decoding is one pass over the panel, small next to the
-// 2 * M flops per weight of a many-row product.
+// 2 * M flops per weight of a many-row product. Without native bf16 the
+// K-quants go to the int8 GEMM instead (quant_gemm.cpp), which beats sgemm
+// on the decoded panels (docs/benchmarks.md).
 void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
     const bool bf16 = Bf16PathState().load() == Bf16Path::kOneDnn;
+    QuantizedActs acts(x, m, k);
     const int64_t panel_rows = std::max<int64_t>((int64_t{1} << (bf16 ? 21 : 18)) / k / 16 * 16, 16);
     static thread_local std::vector<float> panel;
     static thread_local std::vector<uint16_t> panel_bf16;
@@ -130,6 +166,11 @@ void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int
     int64_t col = 0;
     for (int s = 0; s < w.n_quant; ++s) {
         const QuantSlice& slice = w.quant[s];
+        if (!bf16 && Int8Gemm(kernels, slice.type) &&
+            kernels.quant_gemm(acts.For(slice.type), slice, y + col, n, m, k, accumulate)) {
+            col += slice.rows;
+            continue;
+        }
         const int64_t row_bytes = QuantRowBytes(slice.type, k);
         for (int64_t r0 = 0; r0 < slice.rows; r0 += panel_rows) {
             const int64_t rows = std::min(panel_rows, slice.rows - r0);
@@ -189,6 +230,13 @@ bool HasNativeBf16Gemm() {
     ActiveKernels();
     const unsigned isa = dnnl_get_effective_cpu_isa();
     return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+void SetInt8PrefillGemm(bool enabled) { Int8GemmEnabled().store(enabled); }
+
+const char* QuantPrefillArithmetic(QuantType type) {
+    if (Bf16PathState().load() == Bf16Path::kOneDnn) return "bf16";
+    return Int8Gemm(ActiveKernels(), type) ? "int8" : "f32";
 }
 
 const char* Bf16GemmPath() { return Bf16PathState().load() == Bf16Path::kOneDnn ? "onednn" : "widen"; }

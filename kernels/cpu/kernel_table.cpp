@@ -19,6 +19,8 @@ const KernelTable& Kernels() {
         .small_linear_f32 = SmallLinearF32,
         .small_linear_bf16 = SmallLinearBf16,
         .quant_linear = QuantLinear,
+        .quant_gemm = QuantGemm,
+        .quantize_act_rows = QuantizeActRows,
         .decode_quant_row = DecodeQuantRow,
         .paged_attention = PagedAttention,
         .last_query_scores = LastQueryScores,

@@ -35,6 +35,13 @@ struct KernelTable {
     // quantized by QuantizeActs for w.type; y's rows are `ldy` apart.
     void (*quant_linear)(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                          bool accumulate);
+    // Many rows on K-quant weights (quant_gemm.cpp): the same product in
+    // int8 on repacked panels; false (nothing written) where this level or
+    // this block type has no such kernel.
+    bool (*quant_gemm)(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
+                       bool accumulate);
+    // Rows of activations quantized for the two (quant_act_rows.cpp; QuantizeActs in quant_acts.h).
+    void (*quantize_act_rows)(QuantType type, const float* x, int64_t m, int64_t k, uint8_t* out);
     // A quantized row decoded to f32 (quant_decode.cpp; the many-row products' panels).
     void (*decode_quant_row)(QuantType type, const uint8_t* src, float* dst, int64_t n);
     void (*paged_attention)(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,

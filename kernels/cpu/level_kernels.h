@@ -33,6 +33,14 @@ void SmallLinearBf16(const float* x, const uint16_t* w, float* y, int64_t m, int
 void QuantLinear(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                  bool accumulate);
 
+// quant_gemm.cpp: the same for many rows on K-quant weights (prefill),
+// false where this level or type has no int8 GEMM.
+bool QuantGemm(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
+               bool accumulate);
+
+// quant_act_rows.cpp: m rows of activations quantized for weights of `type` (quant_acts.h).
+void QuantizeActRows(QuantType type, const float* x, int64_t m, int64_t k, uint8_t* out);
+
 // quant_decode.cpp: `n` weights of a quantized row decoded to f32.
 void DecodeQuantRow(QuantType type, const uint8_t* src, float* dst, int64_t n);
 

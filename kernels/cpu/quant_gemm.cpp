@@ -1,0 +1,292 @@
+// Per level (kernel_table.h): Y = X W^T for many rows of X (prefill) on
+// K-quant weights (Q4_K, Q5_K, Q6_K), in integer arithmetic, for CPUs
+// without native bf16 GEMM. There the alternative, oneDNN's f32 sgemm on
+// decoded panels, already ran at 75% of the f32 peak and still reached only
+// 0.84x of llama.cpp's int8 prefill on an AVX2-only CPU (docs/benchmarks.md).
+//
+// The weights are repacked a panel at a time (about 256 KiB, so it stays in
+// L2 while every activation row passes over it) into tiles of 8 rows, one
+// row per 32-bit lane: for each 4 consecutive weights of a block, 8 rows x 4
+// unsigned bytes make one 256-bit vector. Four weights of one activation
+// row, broadcast to all lanes, then meet all 8 rows in one vpmaddubsw, so
+// the products for 8 rows land in 8 lanes and never need a horizontal sum;
+// int16 sums run over a whole sub-block (the sub-block's scale is the same
+// in every step) before one vpmaddwd by the 8 rows' scales. Each weight
+// vector serves kActRows activation rows from registers, each activation
+// broadcast serves 8 weight rows. The activations are quantized per 256
+// as for the few-row kernels (quant_acts.h), so both paths agree within f32
+// rounding, and llama.cpp, whose many-row path is int8 too, computes the same.
+//
+// int16 never overflows: a step adds at most 2 * q_max * 127 per lane, 3810
+// for Q4_K (8 steps: 30480), 7874 for Q5_K (4 steps: 31496), 16002 for Q6_K
+// (2 steps: 32004), so the flush period is 8, 4 and 2 steps.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_acts.h"
+#include "kernels/cpu/quant_blocks.h"
+
+#include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
+
+PREPACK_ISA_BEGIN
+
+#if PREPACK_ISA_LEVEL >= 1
+
+namespace {
+
+constexpr int kTileRows = 8;   // weight rows of a tile: the 32-bit lanes of a 256-bit vector
+constexpr int kActRows = 4;    // activation rows sharing each weight vector (16 vector registers)
+constexpr int kSteps = 64;     // 4-weight steps of a 256-weight block
+// Bytes of repacked weights a thread keeps per panel: half of a Zen 3's 512 KiB L2.
+#ifndef PREPACK_GEMM_PANEL_KIB
+#define PREPACK_GEMM_PANEL_KIB 256
+#endif
+constexpr int64_t kPanelBytes = int64_t{PREPACK_GEMM_PANEL_KIB} << 10;
+
+// One block (256 weights) of a tile of 8 rows, repacked:
+//   q      kSteps x 32 bytes: step t holds weights 4t..4t+3 of each row, row r in lane r;
+//   scales one vector per scale group (32 weights for Q4_K/Q5_K, 16 for Q6_K):
+//          each lane the row's scale twice as int16, the vpmaddwd multiplier;
+//   mins   8 vectors, vector p against the activation sums of 16-weight groups
+//          2p and 2p+1 (vpmaddwd): a Q4_K/Q5_K row's min of sub-block p in both
+//          int16 halves, a Q6_K row's 32 * scale of groups 2p and 2p+1 (its "- 32");
+//   d      8 floats, the rows' block scales; dmin 8 floats, the mins' (Q6_K: d again).
+struct TileFormat {
+    int flush_steps;   // steps summed in int16 before the vpmaddwd
+    int scale_steps;   // steps under one scale
+    constexpr int64_t ScaleGroups() const { return kSteps / scale_steps; }
+    constexpr int64_t ScalesAt() const { return 32 * kSteps; }
+    constexpr int64_t MinsAt() const { return ScalesAt() + 32 * ScaleGroups(); }
+    constexpr int64_t DAt() const { return MinsAt() + 32 * 8; }
+    constexpr int64_t DminAt() const { return DAt() + 32; }
+    constexpr int64_t BlockBytes() const { return DminAt() + 32; }
+};
+
+constexpr TileFormat FormatOf(QuantType type) {
+    return type == QuantType::kQ4_K ? TileFormat{8, 8} : type == QuantType::kQ5_K ? TileFormat{4, 8} : TileFormat{2, 4};
+}
+
+inline float Half(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, sizeof(h));
+    return _cvtsh_ss(h);
+}
+
+inline void PutPair(uint8_t* at, int16_t lo, int16_t hi) {
+    const int16_t pair[2] = {lo, hi};
+    std::memcpy(at, pair, sizeof(pair));
+}
+
+inline __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline void Store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+
+// A row's 256 weights of one block as unsigned bytes in weight order (the
+// "- 32" of Q6_K and the K-quants' mins are applied through `mins`), with
+// its scale-group scales, min multipliers and d, dmin.
+struct RowBlock {
+    alignas(32) uint8_t q[256];
+    int16_t scale[16];
+    int16_t min_pair[8][2];
+    float d, dmin;
+};
+
+template <bool kFiveBits>
+void UnpackQ45_K(const uint8_t* blk, RowBlock* out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const uint8_t* qs = blk + (kFiveBits ? 48 : 16);
+    const __m256i qh = kFiveBits ? Load32(blk + 16) : _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {   // 32 bytes: sub-block 2j in the low nibbles, 2j + 1 in the high
+        const __m256i v = Load32(qs + 32 * j);
+        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if (kFiveBits) {   // bit s of qh[l] is the fifth bit of weight l of sub-block s
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
+        }
+        Store32(out->q + 64 * j, lo);
+        Store32(out->q + 64 * j + 32, hi);
+    }
+    uint8_t sc[8], mn[8];
+    KQuantScalesMins(blk + 4, sc, mn);
+    for (int s = 0; s < 8; ++s) {
+        out->scale[s] = sc[s];
+        out->min_pair[s][0] = out->min_pair[s][1] = mn[s];
+    }
+    out->d = Half(blk);
+    out->dmin = Half(blk + 2);
+}
+
+void UnpackQ6_K(const uint8_t* blk, RowBlock* out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    for (int half = 0; half < 2; ++half) {
+        const uint8_t* ql = blk + 64 * half;
+        const __m256i qh = Load32(blk + 128 + 32 * half);
+        const __m256i low0 = Load32(ql), low1 = Load32(ql + 32);
+        // Weights 32t + l of the half: low nibble of ql[l] (t = 0) or ql[l + 32]
+        // (t = 1), high nibble (t = 2, 3); bits 2t, 2t + 1 of qh[l] on top.
+        const __m256i nib[4] = {_mm256_and_si256(low0, m4), _mm256_and_si256(low1, m4),
+                                _mm256_and_si256(_mm256_srli_epi16(low0, 4), m4),
+                                _mm256_and_si256(_mm256_srli_epi16(low1, 4), m4)};
+        for (int t = 0; t < 4; ++t) {
+            const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4);
+            Store32(out->q + 128 * half + 32 * t, _mm256_or_si256(nib[t], high));
+        }
+    }
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    for (int g = 0; g < 16; ++g) out->scale[g] = sc[g];
+    for (int p = 0; p < 8; ++p) {
+        out->min_pair[p][0] = static_cast<int16_t>(32 * sc[2 * p]);
+        out->min_pair[p][1] = static_cast<int16_t>(32 * sc[2 * p + 1]);
+    }
+    out->d = out->dmin = Half(blk + 208);
+}
+
+// Repacks `valid` rows (the rest of the tile zero) of `nb` blocks into `dst`.
+void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
+    const TileFormat f = FormatOf(type);
+    const int64_t block_bytes = QuantBlockBytes(type);
+    RowBlock rb;
+    for (int64_t b = 0; b < nb; ++b, dst += f.BlockBytes()) {
+        if (valid < kTileRows) std::memset(dst, 0, static_cast<size_t>(f.BlockBytes()));
+        for (int r = 0; r < valid; ++r) {
+            const uint8_t* blk = rows + r * row_bytes + b * block_bytes;
+            switch (type) {
+                case QuantType::kQ4_K: UnpackQ45_K<false>(blk, &rb); break;
+                case QuantType::kQ5_K: UnpackQ45_K<true>(blk, &rb); break;
+                default: UnpackQ6_K(blk, &rb); break;
+            }
+            for (int t = 0; t < kSteps; ++t) std::memcpy(dst + 32 * t + 4 * r, rb.q + 4 * t, 4);
+            for (int64_t g = 0; g < f.ScaleGroups(); ++g) {
+                PutPair(dst + f.ScalesAt() + 32 * g + 4 * r, rb.scale[g], rb.scale[g]);
+            }
+            for (int p = 0; p < 8; ++p) PutPair(dst + f.MinsAt() + 32 * p + 4 * r, rb.min_pair[p][0], rb.min_pair[p][1]);
+            std::memcpy(dst + f.DAt() + 4 * r, &rb.d, 4);
+            std::memcpy(dst + f.DminAt() + 4 * r, &rb.dmin, 4);
+        }
+    }
+}
+
+// An empty asm the compiler must assume reads and changes v: it keeps each
+// running sum a single chain. Without it GCC reassociates the int16 adds of
+// a sub-block into a tree, computes every product first and spills them
+// (the sums are exact either way).
+inline void KeepInRegister(__m256i& v) { asm("" : "+x"(v)); }
+
+inline __m256i Broadcast4(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return _mm256_set1_epi32(v);
+}
+
+// out[i][r] = row r of the tile times activation row i, for NA rows `act_row_bytes` apart.
+template <int NA, QuantType kType>
+void TileDots(const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_row_bytes, float out[][kTileRows]) {
+    constexpr TileFormat f = FormatOf(kType);
+    constexpr int kFlush = f.flush_steps, kScaleSteps = f.scale_steps;
+    __m256 acc[NA];
+    for (int i = 0; i < NA; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, tile += f.BlockBytes()) {
+        const ActBlock256* a[NA];
+        for (int i = 0; i < NA; ++i) a[i] = reinterpret_cast<const ActBlock256*>(acts + i * act_row_bytes) + b;
+        __m256i isum[NA];
+        for (int i = 0; i < NA; ++i) isum[i] = _mm256_setzero_si256();
+        for (int s0 = 0; s0 < kSteps; s0 += kFlush) {
+            __m256i part[NA];
+            for (int i = 0; i < NA; ++i) part[i] = _mm256_setzero_si256();
+            for (int s = s0; s < s0 + kFlush; ++s) {
+                const __m256i w = Load32(tile + 32 * s);
+                for (int i = 0; i < NA; ++i) {
+                    part[i] = _mm256_add_epi16(part[i], _mm256_maddubs_epi16(w, Broadcast4(a[i]->q + 4 * s)));
+                    KeepInRegister(part[i]);
+                }
+            }
+            const __m256i scale = Load32(tile + f.ScalesAt() + 32 * (s0 / kScaleSteps));
+            for (int i = 0; i < NA; ++i) isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(part[i], scale));
+        }
+        const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(tile + f.DAt()));
+        const __m256 dmin = _mm256_loadu_ps(reinterpret_cast<const float*>(tile + f.DminAt()));
+        for (int i = 0; i < NA; ++i) {
+            __m256i msum = _mm256_setzero_si256();
+            for (int p = 0; p < 8; ++p) {
+                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(Load32(tile + f.MinsAt() + 32 * p),
+                                                                Broadcast4(a[i]->bsums + 2 * p)));
+            }
+            const __m256 da = _mm256_set1_ps(a[i]->d);
+            acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[i]), acc[i]);
+            acc[i] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum), acc[i]);
+        }
+    }
+    for (int i = 0; i < NA; ++i) _mm256_storeu_ps(out[i], acc[i]);
+}
+
+template <QuantType kType>
+void TileDotsRows(int rows, const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_row_bytes,
+                  float out[][kTileRows]) {
+    static_assert(kActRows == 4, "the cases below");
+    switch (rows) {
+        case 4: return TileDots<4, kType>(tile, nb, acts, act_row_bytes, out);
+        case 3: return TileDots<3, kType>(tile, nb, acts, act_row_bytes, out);
+        case 2: return TileDots<2, kType>(tile, nb, acts, act_row_bytes, out);
+        default: return TileDots<1, kType>(tile, nb, acts, act_row_bytes, out);
+    }
+}
+
+void Dots(QuantType type, int rows, const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_row_bytes,
+          float out[][kTileRows]) {
+    switch (type) {
+        case QuantType::kQ4_K: return TileDotsRows<QuantType::kQ4_K>(rows, tile, nb, acts, act_row_bytes, out);
+        case QuantType::kQ5_K: return TileDotsRows<QuantType::kQ5_K>(rows, tile, nb, acts, act_row_bytes, out);
+        default: return TileDotsRows<QuantType::kQ6_K>(rows, tile, nb, acts, act_row_bytes, out);
+    }
+}
+
+}  // namespace
+
+bool QuantGemm(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
+               bool accumulate) {
+    if (w.type != QuantType::kQ4_K && w.type != QuantType::kQ5_K && w.type != QuantType::kQ6_K) return false;
+    const TileFormat f = FormatOf(w.type);
+    const int64_t nb = k / 256, row_bytes = QuantRowBytes(w.type, k), act_row_bytes = ActRowBytes(w.type, k);
+    const int64_t tile_bytes = nb * f.BlockBytes();
+    const int64_t n_tiles = (w.rows + kTileRows - 1) / kTileRows;
+    const int64_t panel_tiles = std::clamp<int64_t>(kPanelBytes / tile_bytes, 1, n_tiles);
+    const int64_t n_panels = (n_tiles + panel_tiles - 1) / panel_tiles;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t p = 0; p < n_panels; ++p) {
+        static thread_local std::vector<uint8_t> panel;
+        panel.resize(static_cast<size_t>(panel_tiles * tile_bytes));
+        const int64_t t0 = p * panel_tiles, tiles = std::min(panel_tiles, n_tiles - t0);
+        for (int64_t t = 0; t < tiles; ++t) {
+            const int64_t r0 = (t0 + t) * kTileRows;
+            const int valid = static_cast<int>(std::min<int64_t>(kTileRows, w.rows - r0));
+            RepackTile(w.type, w.data + r0 * row_bytes, row_bytes, valid, nb, panel.data() + t * tile_bytes);
+        }
+        float dots[kActRows][kTileRows];
+        for (int64_t i0 = 0; i0 < m; i0 += kActRows) {
+            const int rows = static_cast<int>(std::min<int64_t>(kActRows, m - i0));
+            for (int64_t t = 0; t < tiles; ++t) {
+                Dots(w.type, rows, panel.data() + t * tile_bytes, nb, acts + i0 * act_row_bytes, act_row_bytes, dots);
+                const int64_t r0 = (t0 + t) * kTileRows;
+                const int valid = static_cast<int>(std::min<int64_t>(kTileRows, w.rows - r0));
+                for (int i = 0; i < rows; ++i) {
+                    float* out = y + (i0 + i) * ldy + r0;
+                    for (int r = 0; r < valid; ++r) out[r] = accumulate ? out[r] + dots[i][r] : dots[i][r];
+                }
+            }
+        }
+    }
+    return true;
+}
+
+#else   // baseline: no int8 GEMM; the caller decodes panels for sgemm
+
+bool QuantGemm(const uint8_t*, const QuantSlice&, float*, int64_t, int64_t, int64_t, bool) { return false; }
+
+#endif
+
+PREPACK_ISA_END
