@@ -1,4 +1,4 @@
-// Quantized weights (kernels/cpu/quant_blocks.h, quant_linear.cpp):
+// Quantized weights (kernels/cpu/quant_blocks.h, quant_linear.cpp, quant_gemm.cpp):
 //  - each block type decodes to closed-form values, the blocks built here
 //    from ggml's layout description (not from our decoder);
 //  - the integer dot-product kernels of every level this CPU has equal the
@@ -9,7 +9,8 @@
 //  - above 16 rows the int8 GEMM (K-quants without native bf16) meets the
 //    same bounds as the few-row kernels;
 //  - a fused matrix of mixed types (Q4_K, Q4_K, Q6_K as in Q4_K_M files)
-//    gives the same product through the few-row and the many-row paths;
+//    gives the same product through the few-row path and every many-row
+//    arithmetic this CPU has (int8 GEMM, f32 panels, bf16 panels);
 //  - a file with types prepack cannot read names every such tensor.
 #include <gtest/gtest.h>
 
@@ -247,7 +248,7 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
     // its 8-row tiles.
     const bool int8_gemm = !small_blocks;
     for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 16, 17, 23}) {
-        if (m > 16 && !int8_gemm) continue;   // decoded panels: MixedSlicesThroughBothPaths
+        if (m > 16 && !int8_gemm) continue;   // decoded panels: MixedSlicesThroughEveryPath
         std::vector<float> x(m * k);
         for (float& v : x) v = normal(rng);
         x[3] = 40.0f;   // an outlier: its block's scale is coarse, and the bound says so
@@ -368,11 +369,12 @@ TEST(QuantActs, EveryLevelQuantizesAsTheRuleSays) {
     }
 }
 
-// Q|K|V of a Q4_K_M file: two Q4_K slices and a Q6_K one. The many-row path
-// (decoded panels) is exact against the decoded weights in f32, within bf16
-// rounding of weights and activations where the CPU has native bf16 GEMM;
-// the few-row path within the activation rounding.
-TEST(QuantLinear, MixedSlicesThroughBothPaths) {
+// Q|K|V of a Q4_K_M file: two Q4_K slices and a Q6_K one, through every
+// many-row arithmetic this CPU has and the few-row path. Decoded f32 panels
+// are exact against the decoded weights in f32; bf16 panels (native bf16
+// GEMM) within bf16 rounding of weights and activations; the int8 GEMM
+// (no native bf16 path) and the few-row path within the activation rounding.
+TEST(QuantLinear, MixedSlicesThroughEveryPath) {
     std::mt19937 rng(11);
     const int64_t k = 256, rows[3] = {64, 16, 16}, n = 96;
     const QuantType types[3] = {QuantType::kQ4_K, QuantType::kQ4_K, QuantType::kQ6_K};
@@ -383,19 +385,34 @@ TEST(QuantLinear, MixedSlicesThroughBothPaths) {
         w.quant[s] = {types[s], data.back().data(), rows[s]};
     }
     w.n_quant = 3;
+    const std::string bf16_path = cpu::Bf16GemmPath();
+    struct Path {
+        const char* bf16;
+        bool        int8;
+    };
+    std::vector<Path> paths = {{"widen", true}, {"widen", false}};
+    if (cpu::HasNativeBf16Gemm()) paths.push_back({"onednn", true});
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (int64_t m : {3, 40}) {
         std::vector<float> x(m * k);
         for (float& v : x) v = normal(rng);
         const Product want = Reference(w, x, m, n, k, 256);
-        std::vector<float> y(m * n);
-        cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/false);
-        for (int64_t i = 0; i < m * n; ++i) {
-            const double gemm_rounding = cpu::HasNativeBf16Gemm() ? 2.0 / 256 : 1e-6;   // 2 x 2^-8 (bf16)
-            const double tol = m > 16 ? gemm_rounding * want.magnitude[i] : want.tol[i];
-            ASSERT_NEAR(y[i], want.y[i], tol) << "m=" << m << " at " << i;
+        for (const Path& path : paths) {
+            ASSERT_TRUE(cpu::SetBf16GemmPath(path.bf16));
+            cpu::SetInt8PrefillGemm(path.int8);
+            const std::string arithmetic = m > 16 ? cpu::QuantPrefillArithmetic(QuantType::kQ4_K) : "few-row int8";
+            std::vector<float> y(m * n);
+            cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/false);
+            for (int64_t i = 0; i < m * n; ++i) {
+                const double tol = arithmetic == "bf16"  ? 2.0 / 256 * want.magnitude[i]   // 2 x 2^-8
+                                   : arithmetic == "f32" ? 1e-6 * want.magnitude[i]
+                                                         : want.tol[i];
+                ASSERT_NEAR(y[i], want.y[i], tol) << "m=" << m << " through " << arithmetic << " at " << i;
+            }
         }
     }
+    cpu::SetBf16GemmPath(bf16_path.c_str());
+    cpu::SetInt8PrefillGemm(true);
 }
 
 TEST(QuantGguf, EveryTensorOfAnUnreadableTypeIsNamed) {
