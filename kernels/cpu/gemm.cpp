@@ -17,12 +17,20 @@ namespace prepack::cpu {
 
 namespace {
 
+// Weights per f32 panel handed to sgemm (8 MiB). Each sgemm call packs all
+// of X (4 MiB for 512 rows of 2048), so a panel must hold many weight rows
+// to amortise that: a Q8_0 prefill at the AVX2 level (Xeon, 2 threads) ran
+// 81 tok/s with 1 MiB panels, 87 with 8 MiB, 88-89 with 16-64 MiB.
+constexpr int64_t kF32PanelWeights = int64_t{1} << 21;
+
+// Rows of a panel of `weights` weights for rows of k (at least 16).
+int64_t PanelRows(int64_t weights, int64_t k) { return std::max<int64_t>(weights / k / 16 * 16, 16); }
+
 // bf16 weights without native bf16 arithmetic: widen a panel of weight rows
-// (about 1 MiB of f32, so it stays in L2 while sgemm reads it) and multiply
-// it in f32. The widening is exact and costs one pass over the panel, small
-// next to the 2*M flops per weight of a many-row product.
+// and multiply it in f32. The widening is exact and costs one pass over the
+// panel, small next to the 2*M flops per weight of a many-row product.
 void WidenedLinear(const float* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
-    const int64_t panel_rows = std::clamp<int64_t>((int64_t{1} << 18) / k / 16 * 16, 16, n);
+    const int64_t panel_rows = std::min(PanelRows(kF32PanelWeights, k), n);
     static thread_local std::vector<float> panel;
     panel.resize(static_cast<size_t>(panel_rows * k));
     float* dst = panel.data();
@@ -142,9 +150,8 @@ bool Int8Gemm(const KernelTable& kernels, QuantType type) {
 }
 
 // Quantized weights, many rows (prefill): decode a panel of weight rows
-// (1 MiB of f32, so it stays in L2 while sgemm reads it; 4 MiB of bf16,
-// which measured the same as 1 MiB for oneDNN's matmul) and multiply it
-// there: in bf16 through oneDNN where the CPU has native bf16 GEMM (twice
+// (kF32PanelWeights in f32; 4 MiB of bf16, which measured the same as 1 MiB
+// for oneDNN's matmul) and multiply it there: in bf16 through oneDNN where the CPU has native bf16 GEMM (twice
 // the f32 rate; the activations rounded to bf16 once per call), else in f32
 // through sgemm. The decoding is one pass over the panel, small next to the
 // 2 * M flops per weight of a many-row product. Without native bf16 the
@@ -153,7 +160,7 @@ bool Int8Gemm(const KernelTable& kernels, QuantType type) {
 void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
     const bool bf16 = Bf16PathState().load() == Bf16Path::kOneDnn;
     QuantizedActs acts(x, m, k);
-    const int64_t panel_rows = std::max<int64_t>((int64_t{1} << (bf16 ? 21 : 18)) / k / 16 * 16, 16);
+    const int64_t panel_rows = PanelRows(bf16 ? int64_t{1} << 21 : kF32PanelWeights, k);
     static thread_local std::vector<float> panel;
     static thread_local std::vector<uint16_t> panel_bf16;
     panel.resize(static_cast<size_t>(panel_rows * k));
