@@ -81,7 +81,7 @@ bool AnyInt8Prefill(const ModelWeights& w) {
     for (const LayerWeights& l : w.layers) {
         for (const cpu::Matrix* m : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) {
             for (int s = 0; s < m->n_quant; ++s) {
-                if (std::string_view(cpu::QuantPrefillArithmetic(m->quant[s].type)) == "int8") return true;
+                if (std::string_view(cpu::QuantPrefillArithmetic(m->quant[s].type, 256)) == "int8") return true;
             }
         }
     }
@@ -127,8 +127,8 @@ int Run(const BenchForwardOptions& o) {
     // bf16 GEMM, to f32 otherwise.
     const bool bf16_gemm = bf16 || (weights.AnyQuantized() && !gpu && cpu::HasNativeBf16Gemm());
     const double peak = bf16_gemm ? ceil->peak_bf16 : ceil->peak_f32, bandwidth = ceil->bandwidth;
-    // Without native bf16 the K-quant products run in int8 instead, which
-    // may pass the f32 peak they are still compared with.
+    // Without native bf16 the Q4_0 and K-quant products run in int8 instead,
+    // which may pass the f32 peak they are still compared with.
     const bool int8_gemm = !gpu && AnyInt8Prefill(weights);
 
     std::fprintf(stderr, "bench forward: prefill of %d tokens x %d...\n", o.prompt_tokens, o.reps);
@@ -249,7 +249,7 @@ int Run(const BenchForwardOptions& o) {
     std::printf("CPU kernels %s\n", cpu::KernelChoiceSummary().c_str());
     std::printf("  prefill   %10.1f tokens/s  %8.1f GFLOP/s  (%.0f%% of %s GEMM peak %.1f GFLOP/s%s)\n",
                 n / prefill_s, prefill_gflops, 100.0 * prefill_gflops / peak, bf16_gemm ? "the bf16" : "the f32",
-                peak, int8_gemm ? "; K-quant products in int8" : "");
+                peak, int8_gemm ? "; quantized products in int8" : "");
     std::printf("  decode    %10.1f tokens/s  %8.2f GB/s of weights + KV  (%.0f%% of read bandwidth %.1f GB/s)\n",
                 decode_tps, decode_gbps, 100.0 * decode_gbps / bandwidth, bandwidth);
     if (!gpu && !weights.AnyQuantized()) {

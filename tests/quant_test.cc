@@ -241,14 +241,7 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
     w.quant[0] = {type, data.data(), n};
     w.n_quant = 1;
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    // Up to 16 rows the few-row kernels; above, K-quants go to the int8 GEMM
-    // where the CPU has no native bf16 GEMM (every level here when forced to
-    // widen), which rounds the activations as the few-row kernels do: 17 and
-    // 23 rows leave 1 and 3 over its 4-row groups, and 37 weight rows 5 over
-    // its 8-row tiles.
-    const bool int8_gemm = !small_blocks;
-    for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 16, 17, 23}) {
-        if (m > 16 && !int8_gemm) continue;   // decoded panels: MixedSlicesThroughEveryPath
+    for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 16}) {
         std::vector<float> x(m * k);
         for (float& v : x) v = normal(rng);
         x[3] = 40.0f;   // an outlier: its block's scale is coarse, and the bound says so
@@ -256,10 +249,6 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
         std::vector<float> base;
         for (cpu::CpuLevel level : LevelsHere()) {
             ASSERT_TRUE(cpu::ForceCpuLevel(level));
-            if (m > 16) {
-                if (level == cpu::CpuLevel::kBaseline) continue;   // no int8 GEMM there
-                ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));
-            }
             std::vector<float> y(m * n, 1.0f);
             cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/true);
             for (int64_t i = 0; i < m * n; ++i) {
@@ -272,6 +261,62 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
             // The integer sums are exact, so levels differ only in the order of f32 adds.
             if (base.empty()) base = y;
             for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(y[i], base[i], 1e-4f * (1 + std::fabs(base[i])));
+        }
+    }
+}
+
+// Above 16 rows, with the int8 GEMM allowed and not, at every level: the
+// int8 GEMM (Q4_0 and the K-quants on rows of whole 256-weight blocks, from
+// AVX2 up) within the activation rounding, as the few-row kernels, and
+// exactly the product of the rounded activations; decoded f32 panels (the
+// rest, and everything at the baseline) within f32 rounding; bf16 panels
+// (native bf16 GEMM, forced off here) are MixedSlicesThroughEveryPath's.
+// 17 and 23 rows leave 1 and 3 over the GEMM's 4-row groups, 37 weight
+// rows 5 over its 8-row tiles; Q4_0 also on a row of 17 blocks of 32, which
+// the GEMM leaves to the panels.
+TEST_P(QuantLinearTest, EveryLevelManyRowsWithinTheirArithmeticsBound) {
+    const QuantType type = GetParam();
+    std::mt19937 rng(9);
+    const bool small_blocks = cpu::QuantBlockElems(type) == 32;
+    std::vector<int64_t> ks = {768};
+    if (small_blocks) ks.push_back(544);
+    const int64_t n = 37;
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t k : ks) {
+        const std::vector<uint8_t> data = RandomRows(type, n, k, rng);
+        cpu::Matrix w;
+        w.quant[0] = {type, data.data(), n};
+        w.n_quant = 1;
+        for (int64_t m : {17, 23}) {
+            std::vector<float> x(m * k);
+            for (float& v : x) v = normal(rng);
+            x[3] = 40.0f;
+            const Product want = Reference(w, x, m, n, k, small_blocks ? 32 : 256);
+            for (cpu::CpuLevel level : LevelsHere()) {
+                ASSERT_TRUE(cpu::ForceCpuLevel(level));
+                ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));
+                for (bool int8 : {true, false}) {
+                    cpu::SetInt8PrefillGemm(int8);
+                    const std::string arithmetic = cpu::QuantPrefillArithmetic(type, k);
+                    const std::string what = std::string(cpu::QuantTypeName(type)) + " " + cpu::CpuLevelName(level) +
+                                             " k=" + std::to_string(k) + " m=" + std::to_string(m) + " " + arithmetic;
+                    if (int8 && level != cpu::CpuLevel::kBaseline && type != QuantType::kQ8_0 && k % 256 == 0) {
+                        ASSERT_EQ(arithmetic, "int8") << what;
+                    }
+                    std::vector<float> y(m * n, 1.0f);
+                    cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/true);
+                    for (int64_t i = 0; i < m * n; ++i) {
+                        if (arithmetic == "int8") {
+                            ASSERT_NEAR(y[i] - 1.0f, want.y[i], want.tol[i]) << what << " at " << i;
+                            ASSERT_NEAR(y[i] - 1.0f, want.rounded[i], 2e-6 * want.magnitude[i] + 1e-6) << what << " at " << i;
+                        } else {
+                            ASSERT_EQ(arithmetic, "f32") << what;
+                            ASSERT_NEAR(y[i] - 1.0f, want.y[i], 1e-6 * want.magnitude[i] + 1e-6) << what << " at " << i;
+                        }
+                    }
+                }
+                cpu::SetInt8PrefillGemm(true);
+            }
         }
     }
 }
@@ -400,7 +445,7 @@ TEST(QuantLinear, MixedSlicesThroughEveryPath) {
         for (const Path& path : paths) {
             ASSERT_TRUE(cpu::SetBf16GemmPath(path.bf16));
             cpu::SetInt8PrefillGemm(path.int8);
-            const std::string arithmetic = m > 16 ? cpu::QuantPrefillArithmetic(QuantType::kQ4_K) : "few-row int8";
+            const std::string arithmetic = m > 16 ? cpu::QuantPrefillArithmetic(QuantType::kQ4_K, k) : "few-row int8";
             std::vector<float> y(m * n);
             cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/false);
             for (int64_t i = 0; i < m * n; ++i) {

@@ -144,9 +144,10 @@ std::atomic<bool>& Int8GemmEnabled() {
     return enabled;
 }
 
-// Whether the level has the int8 GEMM for this block type (the K-quants, from AVX2 up).
-bool Int8Gemm(const KernelTable& kernels, QuantType type) {
-    return kernels.level != CpuLevel::kBaseline && UsesActBlock256(type) && Int8GemmEnabled().load();
+// Whether the level has the int8 GEMM for this block type and row length
+// (Q4_0 and the K-quants from AVX2 up, rows of whole 256-weight blocks).
+bool Int8Gemm(const KernelTable& kernels, QuantType type, int64_t k) {
+    return Int8GemmEnabled().load() && kernels.quant_gemm_takes(type, k);
 }
 
 // Quantized weights, many rows (prefill): decode a panel of weight rows
@@ -154,9 +155,9 @@ bool Int8Gemm(const KernelTable& kernels, QuantType type) {
 // for oneDNN's matmul) and multiply it there: in bf16 through oneDNN where the CPU has native bf16 GEMM (twice
 // the f32 rate; the activations rounded to bf16 once per call), else in f32
 // through sgemm. The decoding is one pass over the panel, small next to the
-// 2 * M flops per weight of a many-row product. Without native bf16 the
-// K-quants go to the int8 GEMM instead (quant_gemm.cpp), which beats sgemm
-// on the decoded panels (docs/benchmarks.md).
+// 2 * M flops per weight of a many-row product. Without native bf16, Q4_0
+// and the K-quants go to the int8 GEMM instead (quant_gemm.cpp), which beats
+// sgemm on the decoded panels (docs/benchmarks.md).
 void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
     const bool bf16 = Bf16PathState().load() == Bf16Path::kOneDnn;
     QuantizedActs acts(x, m, k);
@@ -173,7 +174,7 @@ void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int
     int64_t col = 0;
     for (int s = 0; s < w.n_quant; ++s) {
         const QuantSlice& slice = w.quant[s];
-        if (!bf16 && Int8Gemm(kernels, slice.type) &&
+        if (!bf16 && Int8Gemm(kernels, slice.type, k) &&
             kernels.quant_gemm(acts.For(slice.type), slice, y + col, n, m, k, accumulate)) {
             col += slice.rows;
             continue;
@@ -241,9 +242,9 @@ bool HasNativeBf16Gemm() {
 
 void SetInt8PrefillGemm(bool enabled) { Int8GemmEnabled().store(enabled); }
 
-const char* QuantPrefillArithmetic(QuantType type) {
+const char* QuantPrefillArithmetic(QuantType type, int64_t k) {
     if (Bf16PathState().load() == Bf16Path::kOneDnn) return "bf16";
-    return Int8Gemm(ActiveKernels(), type) ? "int8" : "f32";
+    return Int8Gemm(ActiveKernels(), type, k) ? "int8" : "f32";
 }
 
 const char* Bf16GemmPath() { return Bf16PathState().load() == Bf16Path::kOneDnn ? "onednn" : "widen"; }

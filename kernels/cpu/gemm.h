@@ -16,8 +16,8 @@ namespace prepack::cpu {
 // Quantized weights: up to kSmallLinearRows rows as int8 dot products on the
 // blocks (activations quantized per block, quant_acts.h); more rows decode a
 // panel of weight rows at a time to bf16 for oneDNN's matmul where the CPU
-// has native bf16 GEMM, else run the K-quants as an int8 GEMM on repacked
-// panels (quant_gemm.cpp) and decode Q4_0/Q8_0 to f32 for sgemm
+// has native bf16 GEMM, else run Q4_0 and the K-quants as an int8 GEMM on
+// repacked panels (quant_gemm.cpp) and decode Q8_0 to f32 for sgemm
 // (QuantPrefillArithmetic says which).
 void Linear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);
 
@@ -40,13 +40,13 @@ const char* Bf16GemmPath();
 // oneDNN path wherever oneDNN implements it.
 bool SetBf16GemmPath(const char* path);
 
-// Whether K-quant many-row products may use the int8 GEMM (default true);
-// false decodes them to f32 panels as Q4_0/Q8_0 (tests compare the levels'
-// kernels under one arithmetic; the baseline level has no int8 GEMM).
+// Whether many-row products may use the int8 GEMM (default true); false
+// decodes f32 panels as for Q8_0 (tests compare the levels' kernels under
+// one arithmetic; the baseline level has no int8 GEMM).
 void SetInt8PrefillGemm(bool enabled);
 
-// The arithmetic of Linear's many-row products on weights of `type` at the
-// active level and bf16 path: "int8", "bf16" or "f32".
-const char* QuantPrefillArithmetic(QuantType type);
+// The arithmetic of Linear's many-row products on rows of k weights of
+// `type` at the active level and bf16 path: "int8", "bf16" or "f32".
+const char* QuantPrefillArithmetic(QuantType type, int64_t k);
 
 }  // namespace prepack::cpu

@@ -35,9 +35,10 @@ struct KernelTable {
     // quantized by QuantizeActs for w.type; y's rows are `ldy` apart.
     void (*quant_linear)(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                          bool accumulate);
-    // Many rows on K-quant weights (quant_gemm.cpp): the same product in
-    // int8 on repacked panels; false (nothing written) where this level or
-    // this block type has no such kernel.
+    // Many rows (quant_gemm.cpp): the same product in int8 on repacked
+    // panels, for the block types and row lengths quant_gemm_takes; false
+    // (nothing written) for the others.
+    bool (*quant_gemm_takes)(QuantType type, int64_t k);
     bool (*quant_gemm)(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                        bool accumulate);
     // Rows of activations quantized for the two (quant_act_rows.cpp; QuantizeActs in quant_acts.h).

@@ -1,8 +1,9 @@
 // Per level (kernel_table.h): Y = X W^T for many rows of X (prefill) on
-// K-quant weights (Q4_K, Q5_K, Q6_K), in integer arithmetic, for CPUs
-// without native bf16 GEMM. There the alternative, oneDNN's f32 sgemm on
-// decoded panels, already ran at 75% of the f32 peak and still reached only
-// 0.84x of llama.cpp's int8 prefill on an AVX2-only CPU (docs/benchmarks.md).
+// Q4_0 and K-quant weights (Q4_K, Q5_K, Q6_K), in integer arithmetic, for
+// CPUs without native bf16 GEMM. There the alternative, oneDNN's f32 sgemm
+// on decoded panels, ran at 75-85% of the f32 peak and still reached only
+// 0.84x of llama.cpp's int8 prefill of a Q4_K_M file on an AVX2-only CPU
+// (docs/benchmarks.md).
 //
 // The weights are repacked a panel at a time (about 256 KiB, so it stays in
 // L2 while every activation row passes over it) into tiles of 8 rows, one
@@ -13,13 +14,15 @@
 // int16 sums run over a whole sub-block (the sub-block's scale is the same
 // in every step) before one vpmaddwd by the 8 rows' scales. Each weight
 // vector serves kActRows activation rows from registers, each activation
-// broadcast serves 8 weight rows. The activations are quantized per 256
-// as for the few-row kernels (quant_acts.h), so both paths agree within f32
-// rounding, and llama.cpp, whose many-row path is int8 too, computes the same.
+// broadcast serves 8 weight rows. The activations are quantized as for the
+// few-row kernels (quant_acts.h), so both paths agree within f32 rounding,
+// and llama.cpp, whose many-row path is int8 too, computes the same.
 //
 // int16 never overflows: a step adds at most 2 * q_max * 127 per lane, 3810
-// for Q4_K (8 steps: 30480), 7874 for Q5_K (4 steps: 31496), 16002 for Q6_K
-// (2 steps: 32004), so the flush period is 8, 4 and 2 steps.
+// for Q4_0 and Q4_K (8 steps: 30480), 7874 for Q5_K (4 steps: 31496), 16002
+// for Q6_K (2 steps: 32004), so the flush period is 8, 4 and 2 steps. Q8_0's
+// signed weights do not fit vpmaddubsw's unsigned operand: it stays on the
+// decoded panels (gemm.cpp).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -43,7 +46,9 @@ namespace {
 constexpr int kTileRows = 8;   // weight rows of a tile: the 32-bit lanes of a 256-bit vector
 constexpr int kActRows = 4;    // activation rows sharing each weight vector (16 vector registers)
 constexpr int kSteps = 64;     // 4-weight steps of a 256-weight block
-// Bytes of repacked weights a thread keeps per panel: half of a Zen 3's 512 KiB L2.
+// Bytes of repacked weights a thread keeps per panel: half of a Zen 3's 512
+// KiB L2. (On the Xeon, AVX2 level, 16 KiB to 1 MiB measured within 7%;
+// -DPREPACK_GEMM_PANEL_KIB=N measures another size.)
 #ifndef PREPACK_GEMM_PANEL_KIB
 #define PREPACK_GEMM_PANEL_KIB 256
 #endif
@@ -70,6 +75,16 @@ struct TileFormat {
 
 constexpr TileFormat FormatOf(QuantType type) {
     return type == QuantType::kQ4_K ? TileFormat{8, 8} : type == QuantType::kQ5_K ? TileFormat{4, 8} : TileFormat{2, 4};
+}
+
+// Q4_0 has no sub-block scales or mins, only each 32-weight block's d: a
+// tile's 256 weights (8 blocks) are q as above, then 8 vectors of the 8
+// rows' d, one per block. Its "- 8" comes from the activations' block sums.
+constexpr int64_t kQ4_0BlockBytes = 32 * kSteps + 32 * 8;
+
+// Bytes of one repacked 256-weight block of a tile.
+constexpr int64_t TileBlockBytes(QuantType type) {
+    return type == QuantType::kQ4_0 ? kQ4_0BlockBytes : FormatOf(type).BlockBytes();
 }
 
 inline float Half(const uint8_t* p) {
@@ -146,8 +161,34 @@ void UnpackQ6_K(const uint8_t* blk, RowBlock* out) {
     out->d = out->dmin = Half(blk + 208);
 }
 
-// Repacks `valid` rows (the rest of the tile zero) of `nb` blocks into `dst`.
+// Eight Q4_0 blocks of a row (256 weights) as unsigned nibbles in weight
+// order, and their eight d.
+void UnpackQ4_0(const uint8_t* blk, uint8_t q[256], float d[8]) {
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (int j = 0; j < 8; ++j, blk += 18) {   // byte l: weight l low, weight l + 16 high
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * j), _mm_and_si128(v, m4));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * j + 16), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+        d[j] = Half(blk);
+    }
+}
+
+void RepackTileQ4_0(const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
+    alignas(32) uint8_t q[256];
+    float d[8];
+    for (int64_t b = 0; b < nb; ++b, dst += kQ4_0BlockBytes) {
+        if (valid < kTileRows) std::memset(dst, 0, static_cast<size_t>(kQ4_0BlockBytes));
+        for (int r = 0; r < valid; ++r) {
+            UnpackQ4_0(rows + r * row_bytes + b * 8 * 18, q, d);
+            for (int t = 0; t < kSteps; ++t) std::memcpy(dst + 32 * t + 4 * r, q + 4 * t, 4);
+            for (int j = 0; j < 8; ++j) std::memcpy(dst + 32 * kSteps + 32 * j + 4 * r, &d[j], 4);
+        }
+    }
+}
+
+// Repacks `valid` rows (the rest of the tile zero) of `nb` 256-weight blocks into `dst`.
 void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
+    if (type == QuantType::kQ4_0) return RepackTileQ4_0(rows, row_bytes, valid, nb, dst);
     const TileFormat f = FormatOf(type);
     const int64_t block_bytes = QuantBlockBytes(type);
     RowBlock rb;
@@ -183,6 +224,19 @@ inline __m256i Broadcast4(const void* p) {
     return _mm256_set1_epi32(v);
 }
 
+// part[i] += the int16 sums over kN steps from `w` (32 bytes each) of the
+// tile's rows times activation row i's codes from q[i] (4 each).
+template <int NA, int kN>
+inline void StepSums(const uint8_t* w, const int8_t* const* q, __m256i* part) {
+    for (int s = 0; s < kN; ++s) {
+        const __m256i ws = Load32(w + 32 * s);
+        for (int i = 0; i < NA; ++i) {
+            part[i] = _mm256_add_epi16(part[i], _mm256_maddubs_epi16(ws, Broadcast4(q[i] + 4 * s)));
+            KeepInRegister(part[i]);
+        }
+    }
+}
+
 // out[i][r] = row r of the tile times activation row i, for NA rows `act_row_bytes` apart.
 template <int NA, QuantType kType>
 void TileDots(const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_row_bytes, float out[][kTileRows]) {
@@ -197,14 +251,12 @@ void TileDots(const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_
         for (int i = 0; i < NA; ++i) isum[i] = _mm256_setzero_si256();
         for (int s0 = 0; s0 < kSteps; s0 += kFlush) {
             __m256i part[NA];
-            for (int i = 0; i < NA; ++i) part[i] = _mm256_setzero_si256();
-            for (int s = s0; s < s0 + kFlush; ++s) {
-                const __m256i w = Load32(tile + 32 * s);
-                for (int i = 0; i < NA; ++i) {
-                    part[i] = _mm256_add_epi16(part[i], _mm256_maddubs_epi16(w, Broadcast4(a[i]->q + 4 * s)));
-                    KeepInRegister(part[i]);
-                }
+            const int8_t* q[NA];
+            for (int i = 0; i < NA; ++i) {
+                part[i] = _mm256_setzero_si256();
+                q[i] = a[i]->q + 4 * s0;
             }
+            StepSums<NA, kFlush>(tile + 32 * s0, q, part);
             const __m256i scale = Load32(tile + f.ScalesAt() + 32 * (s0 / kScaleSteps));
             for (int i = 0; i < NA; ++i) isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(part[i], scale));
         }
@@ -224,15 +276,53 @@ void TileDots(const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_
     for (int i = 0; i < NA; ++i) _mm256_storeu_ps(out[i], acc[i]);
 }
 
+// Q4_0: per 32-weight block, 8 steps of int16 sums (at most 8 * 2 * 15 *
+// 127 = 30480), to int32, less 8 times the activations' block sum, by d.
+template <int NA>
+void TileDotsQ4_0(const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_row_bytes,
+                  float out[][kTileRows]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[NA];
+    for (int i = 0; i < NA; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < 8 * nb; ++b) {   // 32-weight blocks
+        const uint8_t* w = tile + (b / 8) * kQ4_0BlockBytes;
+        const int j = static_cast<int>(b % 8);
+        const ActPair32* a[NA];
+        __m256i part[NA];
+        const int8_t* q[NA];
+        for (int i = 0; i < NA; ++i) {
+            a[i] = reinterpret_cast<const ActPair32*>(acts + i * act_row_bytes);
+            q[i] = ActQ32(a[i], b);
+            part[i] = _mm256_setzero_si256();
+        }
+        StepSums<NA, 8>(w + 32 * 8 * j, q, part);
+        const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(w + 32 * kSteps + 32 * j));
+        for (int i = 0; i < NA; ++i) {
+            const __m256i sum = _mm256_sub_epi32(_mm256_madd_epi16(part[i], ones), _mm256_set1_epi32(8 * ActSum32(a[i], b)));
+            acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(ActD32(a[i], b))), _mm256_cvtepi32_ps(sum), acc[i]);
+        }
+    }
+    for (int i = 0; i < NA; ++i) _mm256_storeu_ps(out[i], acc[i]);
+}
+
 template <QuantType kType>
 void TileDotsRows(int rows, const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_row_bytes,
                   float out[][kTileRows]) {
     static_assert(kActRows == 4, "the cases below");
-    switch (rows) {
-        case 4: return TileDots<4, kType>(tile, nb, acts, act_row_bytes, out);
-        case 3: return TileDots<3, kType>(tile, nb, acts, act_row_bytes, out);
-        case 2: return TileDots<2, kType>(tile, nb, acts, act_row_bytes, out);
-        default: return TileDots<1, kType>(tile, nb, acts, act_row_bytes, out);
+    if constexpr (kType == QuantType::kQ4_0) {
+        switch (rows) {
+            case 4: return TileDotsQ4_0<4>(tile, nb, acts, act_row_bytes, out);
+            case 3: return TileDotsQ4_0<3>(tile, nb, acts, act_row_bytes, out);
+            case 2: return TileDotsQ4_0<2>(tile, nb, acts, act_row_bytes, out);
+            default: return TileDotsQ4_0<1>(tile, nb, acts, act_row_bytes, out);
+        }
+    } else {
+        switch (rows) {
+            case 4: return TileDots<4, kType>(tile, nb, acts, act_row_bytes, out);
+            case 3: return TileDots<3, kType>(tile, nb, acts, act_row_bytes, out);
+            case 2: return TileDots<2, kType>(tile, nb, acts, act_row_bytes, out);
+            default: return TileDots<1, kType>(tile, nb, acts, act_row_bytes, out);
+        }
     }
 }
 
@@ -241,18 +331,25 @@ void Dots(QuantType type, int rows, const uint8_t* tile, int64_t nb, const uint8
     switch (type) {
         case QuantType::kQ4_K: return TileDotsRows<QuantType::kQ4_K>(rows, tile, nb, acts, act_row_bytes, out);
         case QuantType::kQ5_K: return TileDotsRows<QuantType::kQ5_K>(rows, tile, nb, acts, act_row_bytes, out);
-        default: return TileDotsRows<QuantType::kQ6_K>(rows, tile, nb, acts, act_row_bytes, out);
+        case QuantType::kQ6_K: return TileDotsRows<QuantType::kQ6_K>(rows, tile, nb, acts, act_row_bytes, out);
+        default: return TileDotsRows<QuantType::kQ4_0>(rows, tile, nb, acts, act_row_bytes, out);
     }
 }
 
 }  // namespace
 
+bool QuantGemmTakes(QuantType type, int64_t k) {
+    // Q8_0 is not taken: its signed weights need llama.cpp's sign trick
+    // (vpsignb, and int16 pairs that fill after one step), twice the work per
+    // weight of Q4_K, about what sgemm on its decoded panels costs.
+    return type != QuantType::kQ8_0 && k % 256 == 0;
+}
+
 bool QuantGemm(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                bool accumulate) {
-    if (w.type != QuantType::kQ4_K && w.type != QuantType::kQ5_K && w.type != QuantType::kQ6_K) return false;
-    const TileFormat f = FormatOf(w.type);
+    if (!QuantGemmTakes(w.type, k)) return false;
     const int64_t nb = k / 256, row_bytes = QuantRowBytes(w.type, k), act_row_bytes = ActRowBytes(w.type, k);
-    const int64_t tile_bytes = nb * f.BlockBytes();
+    const int64_t tile_bytes = nb * TileBlockBytes(w.type);
     const int64_t n_tiles = (w.rows + kTileRows - 1) / kTileRows;
     const int64_t panel_tiles = std::clamp<int64_t>(kPanelBytes / tile_bytes, 1, n_tiles);
     const int64_t n_panels = (n_tiles + panel_tiles - 1) / panel_tiles;
@@ -284,6 +381,8 @@ bool QuantGemm(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, 
 }
 
 #else   // baseline: no int8 GEMM; the caller decodes panels for sgemm
+
+bool QuantGemmTakes(QuantType, int64_t) { return false; }
 
 bool QuantGemm(const uint8_t*, const QuantSlice&, float*, int64_t, int64_t, int64_t, bool) { return false; }
 
