@@ -93,6 +93,19 @@ std::atomic<Bf16Path>& Bf16PathState() {
     return path;
 }
 
+std::atomic<bool>& Int8GemmEnabled() {
+    static std::atomic<bool> enabled{true};
+    return enabled;
+}
+
+// Whether the level's int8 GEMM takes m rows of k weights of this type (Q4_0
+// and the K-quants from AVX2 up, rows of whole 256-weight blocks; below 17
+// rows only where it beats the few-row kernels).
+bool Int8Gemm(const KernelTable& kernels, QuantType type, int64_t m, int64_t k) {
+    const int64_t min_rows = kernels.quant_gemm_min_rows(type, k);
+    return Int8GemmEnabled().load() && min_rows > 0 && m >= min_rows;
+}
+
 // X quantized for the slices of one product: once per activation shape
 // (Q4_0/Q8_0's blocks of 32 or the K-quants' of 256), on first need.
 class QuantizedActs {
@@ -127,27 +140,21 @@ private:
     bool have32_ = false, have256_ = false;
 };
 
-// Quantized weights, few rows: integer dot products, each slice writing its own columns of Y.
+// Quantized weights, few rows: integer dot products, each slice writing its
+// own columns of Y; from a dozen rows or so (batched decode) the int8 GEMM
+// instead where it is faster.
 void SmallQuantLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
     const KernelTable& kernels = ActiveKernels();
     QuantizedActs acts(x, m, k);
     int64_t col = 0;
     for (int s = 0; s < w.n_quant; ++s) {
         const QuantSlice& slice = w.quant[s];
-        kernels.quant_linear(acts.For(slice.type), slice, y + col, n, m, k, accumulate);
+        const uint8_t* a = acts.For(slice.type);
+        if (!Int8Gemm(kernels, slice.type, m, k) || !kernels.quant_gemm(a, slice, y + col, n, m, k, accumulate)) {
+            kernels.quant_linear(a, slice, y + col, n, m, k, accumulate);
+        }
         col += slice.rows;
     }
-}
-
-std::atomic<bool>& Int8GemmEnabled() {
-    static std::atomic<bool> enabled{true};
-    return enabled;
-}
-
-// Whether the level has the int8 GEMM for this block type and row length
-// (Q4_0 and the K-quants from AVX2 up, rows of whole 256-weight blocks).
-bool Int8Gemm(const KernelTable& kernels, QuantType type, int64_t k) {
-    return Int8GemmEnabled().load() && kernels.quant_gemm_takes(type, k);
 }
 
 // Quantized weights, many rows (prefill): decode a panel of weight rows
@@ -174,7 +181,7 @@ void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int
     int64_t col = 0;
     for (int s = 0; s < w.n_quant; ++s) {
         const QuantSlice& slice = w.quant[s];
-        if (!bf16 && Int8Gemm(kernels, slice.type, k) &&
+        if (!bf16 && Int8Gemm(kernels, slice.type, m, k) &&
             kernels.quant_gemm(acts.For(slice.type), slice, y + col, n, m, k, accumulate)) {
             col += slice.rows;
             continue;
@@ -244,7 +251,7 @@ void SetInt8PrefillGemm(bool enabled) { Int8GemmEnabled().store(enabled); }
 
 const char* QuantPrefillArithmetic(QuantType type, int64_t k) {
     if (Bf16PathState().load() == Bf16Path::kOneDnn) return "bf16";
-    return Int8Gemm(ActiveKernels(), type, k) ? "int8" : "f32";
+    return Int8Gemm(ActiveKernels(), type, kSmallLinearRows + 1, k) ? "int8" : "f32";
 }
 
 const char* Bf16GemmPath() { return Bf16PathState().load() == Bf16Path::kOneDnn ? "onednn" : "widen"; }

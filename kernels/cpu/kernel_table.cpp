@@ -19,7 +19,7 @@ const KernelTable& Kernels() {
         .small_linear_f32 = SmallLinearF32,
         .small_linear_bf16 = SmallLinearBf16,
         .quant_linear = QuantLinear,
-        .quant_gemm_takes = QuantGemmTakes,
+        .quant_gemm_min_rows = QuantGemmMinRows,
         .quant_gemm = QuantGemm,
         .quantize_act_rows = QuantizeActRows,
         .decode_quant_row = DecodeQuantRow,

@@ -36,9 +36,10 @@ struct KernelTable {
     void (*quant_linear)(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                          bool accumulate);
     // Many rows (quant_gemm.cpp): the same product in int8 on repacked
-    // panels, for the block types and row lengths quant_gemm_takes; false
-    // (nothing written) for the others.
-    bool (*quant_gemm_takes)(QuantType type, int64_t k);
+    // panels; false (nothing written) for the block types and row lengths
+    // it does not take, those for which quant_gemm_min_rows is 0. Otherwise
+    // that is the fewest rows for which it beats quant_linear (at most 17).
+    int64_t (*quant_gemm_min_rows)(QuantType type, int64_t k);
     bool (*quant_gemm)(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                        bool accumulate);
     // Rows of activations quantized for the two (quant_act_rows.cpp; QuantizeActs in quant_acts.h).

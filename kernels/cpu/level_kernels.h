@@ -33,9 +33,9 @@ void SmallLinearBf16(const float* x, const uint16_t* w, float* y, int64_t m, int
 void QuantLinear(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                  bool accumulate);
 
-// quant_gemm.cpp: the same for many rows (prefill) as an int8 GEMM, where
-// QuantGemmTakes the type and row length (else false, nothing written).
-bool QuantGemmTakes(QuantType type, int64_t k);
+// quant_gemm.cpp: the same for many rows (prefill, batched decode) as an
+// int8 GEMM, where QuantGemmMinRows is not 0 (else false, nothing written).
+int64_t QuantGemmMinRows(QuantType type, int64_t k);
 bool QuantGemm(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                bool accumulate);
 

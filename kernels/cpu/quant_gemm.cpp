@@ -338,16 +338,30 @@ void Dots(QuantType type, int rows, const uint8_t* tile, int64_t nb, const uint8
 
 }  // namespace
 
-bool QuantGemmTakes(QuantType type, int64_t k) {
+int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // Q8_0 is not taken: its signed weights need llama.cpp's sign trick
     // (vpsignb, and int16 pairs that fill after one step), twice the work per
     // weight of Q4_K, about what sgemm on its decoded panels costs.
-    return type != QuantType::kQ8_0 && k % 256 == 0;
+    if (type == QuantType::kQ8_0 || k % 256 != 0) return 0;
+    // Below 17 rows the few-row kernels are the alternative. Where the GEMM,
+    // repacking included, measured at least 1.1x faster (2048 x 2048 and
+    // 2048 x 8192, 2 threads, on the Xeon of docs/benchmarks.md) it takes
+    // over from these row counts: Q4_0 from 8 (1.42x) at the AVX2 level and
+    // 12 (1.29x) at the 512-bit one, whose few-row kernels are faster; Q4_K
+    // from 12 (1.12x) and Q5_K from 16 (1.15x) at AVX2 only; Q6_K, whose
+    // flush every 2 steps and larger repack cost most, never (0.97x at 16).
+    const bool wide = PREPACK_ISA_LEVEL == 2;
+    switch (type) {
+        case QuantType::kQ4_0: return wide ? 12 : 8;
+        case QuantType::kQ4_K: return wide ? 17 : 12;
+        case QuantType::kQ5_K: return wide ? 17 : 16;
+        default: return 17;
+    }
 }
 
 bool QuantGemm(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                bool accumulate) {
-    if (!QuantGemmTakes(w.type, k)) return false;
+    if (QuantGemmMinRows(w.type, k) == 0) return false;
     const int64_t nb = k / 256, row_bytes = QuantRowBytes(w.type, k), act_row_bytes = ActRowBytes(w.type, k);
     const int64_t tile_bytes = nb * TileBlockBytes(w.type);
     const int64_t n_tiles = (w.rows + kTileRows - 1) / kTileRows;
@@ -382,7 +396,7 @@ bool QuantGemm(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, 
 
 #else   // baseline: no int8 GEMM; the caller decodes panels for sgemm
 
-bool QuantGemmTakes(QuantType, int64_t) { return false; }
+int64_t QuantGemmMinRows(QuantType, int64_t) { return 0; }
 
 bool QuantGemm(const uint8_t*, const QuantSlice&, float*, int64_t, int64_t, int64_t, bool) { return false; }
 
