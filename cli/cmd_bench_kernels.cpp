@@ -1,9 +1,14 @@
-// `prepack bench kernels`: the quantized dot-product kernels alone, per block
-// type and per CPU level this machine runs, as GB/s of weights streamed. One
-// matrix far larger than the caches (decode reads every weight from memory)
-// and one that fits in L2 per thread (the kernel's arithmetic alone), so a
-// figure that drops between the two names memory, not instructions, as the
-// limit. No model is needed: the weights are random blocks with fixed scales.
+// `prepack bench kernels`: the quantized linear kernels alone, per block
+// type and per CPU level this machine runs, as GB/s of weights streamed and
+// multiply-adds per second. The few-row kernels (decode; up to 16 rows) run
+// on one matrix far larger than the caches (decode reads every weight from
+// memory) and one that fits in L2 per thread (the kernel's arithmetic
+// alone), so a figure that drops between the two names memory, not
+// instructions, as the limit. The int8 GEMM (prefill and batched decode;
+// quant_gemm.cpp), where the level has it for the type, runs on the cached
+// matrix at every row count asked for, so the two compare at the same rows
+// and the row count from which the GEMM takes over can be read off. No
+// model is needed: the weights are random blocks with fixed scales.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/bench_util.h"
 #include "cli/commands.h"
@@ -26,7 +32,7 @@ namespace {
 
 struct BenchKernelsOptions {
     std::string types = "q4_0,q8_0,q4_k,q5_k,q6_k";
-    std::string rows = "1,16";   // activation rows per call: batch-1 and batched decode
+    std::string rows = "1,16";   // activation rows per call: batch-1 and batched decode (512: a prompt)
     std::string levels;          // empty: every level this CPU runs
     int         threads = 0;
     int64_t     k = 4096;        // weights per row
@@ -90,6 +96,8 @@ std::vector<Table> RunnableTables() {
     return out;
 }
 
+constexpr int32_t kMaxRows = 4096;
+
 // What the flags ask for, checked: the error names the flag and the item.
 struct Plan {
     std::vector<cpu::QuantType> types;
@@ -109,10 +117,7 @@ absl::StatusOr<Plan> ParsePlan(const BenchKernelsOptions& o) {
     }
     PP_ASSIGN_OR_RETURN(plan.rows, ParseIntList("--rows", o.rows, 1));
     for (int32_t m : plan.rows) {
-        if (m > cpu::kSmallLinearRows) {
-            return absl::InvalidArgumentError(absl::StrCat("--rows: ", m, " is above ", cpu::kSmallLinearRows,
-                                                           ", where the linear layers leave these kernels"));
-        }
+        if (m > kMaxRows) return absl::InvalidArgumentError(absl::StrCat("--rows: ", m, " is above ", kMaxRows));
     }
     if (o.k % 256 != 0) {
         return absl::InvalidArgumentError(absl::StrCat("--k: ", o.k, " is not a multiple of 256 (the K-quants' block)"));
@@ -144,17 +149,19 @@ int Run(const BenchKernelsOptions& o) {
     // Where the kernels pick a variant by the active level (Q8_0's VNNI), they follow PREPACK_CPU.
     const cpu::CpuLevel active = cpu::ActiveCpuLevel();
 
+    const int32_t max_rows = *std::max_element(plan->rows.begin(), plan->rows.end());
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(cpu::kSmallLinearRows * o.k));
+    std::vector<float> x(static_cast<size_t>(max_rows * o.k));
     for (float& v : x) v = normal(rng);
 
     nlohmann::json results = nlohmann::json::array();
     if (!o.json) {
-        std::printf("quantized dot-product kernels, %d threads, rows of %lld weights; GB/s of weights read per call "
+        std::printf("quantized linear kernels, %d threads, rows of %lld weights; GB/s of weights read per call "
                     "(median of %d)\n  CPU kernels %s\n", threads, static_cast<long long>(o.k), o.reps,
                     cpu::KernelChoiceSummary().c_str());
-        std::printf("  %-5s %-11s %4s %12s %12s\n", "type", "level", "rows", "from memory", "from cache");
+        std::printf("  %-5s %-11s %4s %-7s %12s %12s %14s\n", "type", "level", "rows", "kernel", "from memory",
+                    "from cache", "MACs in cache");
     }
     for (cpu::QuantType type : plan->types) {
         const int64_t row_bytes = cpu::QuantRowBytes(type, o.k);
@@ -164,28 +171,59 @@ int Run(const BenchKernelsOptions& o) {
                      static_cast<long long>(memory_rows * row_bytes >> 20));
         const std::vector<uint8_t> big = RandomBlocks(type, memory_rows * row_bytes, 1);
         const std::vector<uint8_t> small = RandomBlocks(type, cache_rows * row_bytes, 2);
-        std::vector<uint8_t> acts(static_cast<size_t>(cpu::kSmallLinearRows * cpu::ActRowBytes(type, o.k)));
-        cpu::QuantizeActs(type, x.data(), cpu::kSmallLinearRows, o.k, acts.data());
-        std::vector<float> y(static_cast<size_t>(cpu::kSmallLinearRows * memory_rows));
+        std::vector<uint8_t> acts(static_cast<size_t>(max_rows * cpu::ActRowBytes(type, o.k)));
+        cpu::QuantizeActs(type, x.data(), max_rows, o.k, acts.data());
+        std::vector<float> y(static_cast<size_t>(std::max<int64_t>(int64_t{cpu::kSmallLinearRows} * memory_rows,
+                                                                   int64_t{max_rows} * cache_rows)));
         for (const Table& t : plan->tables) {
+            const std::string level = cpu::CpuLevelName(t.level == cpu::CpuLevel::kAvx512 && active > t.level
+                                                           ? active : t.level);
             for (int32_t m : plan->rows) {
-                const auto gbps = [&](const std::vector<uint8_t>& w, int64_t n, int reps) {
+                // Seconds per call of `kernel` on `w`, the median of `reps` timings of `calls` calls.
+                const auto seconds = [&](bool gemm, const std::vector<uint8_t>& w, int64_t n, int calls, int reps) {
                     const cpu::QuantSlice slice{type, w.data(), n};
-                    const double s = Median(TimeRuns(
-                        [&] { t.kernels->quant_linear(acts.data(), slice, y.data(), n, m, o.k, false); }, 1, reps));
-                    return static_cast<double>(n * row_bytes) / s / 1e9;
+                    return Median(TimeRuns(
+                               [&] {
+                                   for (int c = 0; c < calls; ++c) {
+                                       if (gemm) {
+                                           t.kernels->quant_gemm(acts.data(), slice, y.data(), n, m, o.k, false);
+                                       } else {
+                                           t.kernels->quant_linear(acts.data(), slice, y.data(), n, m, o.k, false);
+                                       }
+                                   }
+                               },
+                               1, reps)) / calls;
                 };
-                const double memory = gbps(big, memory_rows, o.reps);
-                // Many calls per timing: one pass over a cache-sized matrix takes microseconds.
-                const double cache = gbps(small, cache_rows, o.reps * 20);
-                const std::string level = cpu::CpuLevelName(t.level == cpu::CpuLevel::kAvx512 && active > t.level
-                                                               ? active : t.level);
-                results.push_back({{"type", cpu::QuantTypeName(type)}, {"level", level}, {"rows", m},
-                                   {"memory_gbps", memory}, {"cache_gbps", cache},
-                                   {"memory_bytes", memory_rows * row_bytes}, {"cache_bytes", cache_rows * row_bytes}});
-                if (!o.json) {
-                    std::printf("  %-5s %-11s %4d %7.1f GB/s %7.1f GB/s\n", cpu::QuantTypeName(type), level.c_str(), m,
-                                memory, cache);
+                const auto report = [&](const char* kernel, double memory, double cache) {
+                    const double cache_s = static_cast<double>(cache_rows * row_bytes) / cache / 1e9;
+                    const double gmacs = static_cast<double>(m) * cache_rows * o.k / cache_s / 1e9;
+                    nlohmann::json r = {{"type", cpu::QuantTypeName(type)}, {"level", level}, {"rows", m},
+                                        {"kernel", kernel}, {"cache_gbps", cache}, {"cache_gmacs", gmacs},
+                                        {"cache_bytes", cache_rows * row_bytes}};
+                    if (memory > 0) {
+                        r["memory_gbps"] = memory;
+                        r["memory_bytes"] = memory_rows * row_bytes;
+                    }
+                    results.push_back(r);
+                    if (!o.json) {
+                        const std::string mem = memory > 0 ? absl::StrFormat("%7.1f GB/s", memory) : "          -";
+                        std::printf("  %-5s %-11s %4d %-7s %s %7.1f GB/s %7.1f GMAC/s\n", cpu::QuantTypeName(type),
+                                    level.c_str(), m, kernel, mem.c_str(), cache, gmacs);
+                    }
+                };
+                // Many calls per timing where one pass over the cached matrix takes microseconds.
+                const int cache_calls = std::max(1, 64 / m);
+                if (m <= cpu::kSmallLinearRows) {
+                    const double memory =
+                        static_cast<double>(memory_rows * row_bytes) / seconds(false, big, memory_rows, 1, o.reps) / 1e9;
+                    const double cache = static_cast<double>(cache_rows * row_bytes) /
+                                         seconds(false, small, cache_rows, cache_calls, o.reps) / 1e9;
+                    report("few-row", memory, cache);
+                }
+                if (t.kernels->quant_gemm_min_rows(type, o.k) > 0) {
+                    const double cache = static_cast<double>(cache_rows * row_bytes) /
+                                         seconds(true, small, cache_rows, cache_calls, o.reps) / 1e9;
+                    report("gemm", 0.0, cache);
                 }
             }
         }
@@ -202,9 +240,10 @@ int Run(const BenchKernelsOptions& o) {
 
 void AddBenchKernels(CLI::App& bench, int* exit_code) {
     auto* o = new BenchKernelsOptions();
-    CLI::App* cmd = bench.add_subcommand("kernels", "Quantized dot-product kernels per block type and CPU level (GB/s)");
+    CLI::App* cmd = bench.add_subcommand("kernels", "Quantized linear kernels per block type and CPU level (GB/s, GMAC/s)");
     cmd->add_option("--types", o->types, "comma-separated block types: q4_0, q8_0, q4_k, q5_k, q6_k");
-    cmd->add_option("--rows", o->rows, "comma-separated activation rows per call (1 = batch-1 decode)");
+    cmd->add_option("--rows", o->rows,
+                    "comma-separated activation rows per call (1 = batch-1 decode; above 16 only the int8 GEMM)");
     cmd->add_option("--levels", o->levels,
                     "comma-separated CPU levels (baseline, avx2, avx512; default: every level this CPU runs)");
     cmd->add_option("--threads", o->threads, "CPU threads (0 = all online CPUs)")->check(CLI::Range(0, 1024));

@@ -110,26 +110,44 @@ TEST(BenchForwardCli, JsonReportsCeilingsAndEfficiencies) {
     EXPECT_TRUE(j["prepacked_weights_blocked"].is_boolean());
 }
 
-TEST(BenchKernelsCli, OneResultPerTypeLevelAndRowCountWithTheBytesItRead) {
+// Few-row kernels from memory and cache at every level; the int8 GEMM from
+// cache where the level has it for the type (Q4_K from AVX2 up, never Q8_0).
+TEST(BenchKernelsCli, OneResultPerTypeLevelRowCountAndKernelWithTheBytesItRead) {
     int code = 0;
     const std::string out = testing::RunCli(
-        "bench kernels --types q4_k,q8_0 --rows 1,3 --levels baseline,avx2 --k 512 --memory-mib 1 --cache-kib 8 "
+        "bench kernels --types q4_k,q8_0 --rows 1,3,20 --levels baseline,avx2 --k 512 --memory-mib 1 --cache-kib 8 "
         "--reps 1 --threads 1 --json",
         &code);
     if (out.find("not a level this CPU runs") != std::string::npos) GTEST_SKIP() << "no AVX2 here";
     ASSERT_EQ(code, 0) << out;
     const auto j = nlohmann::json::parse(out);
-    ASSERT_EQ(j["results"].size(), 2u * 2u * 2u) << out;
+    // 2 types x 2 levels x rows 1 and 3 few-row, and Q4_K's GEMM at AVX2 for rows 1, 3 and 20.
+    ASSERT_EQ(j["results"].size(), 2u * 2u * 2u + 3u) << out;
+    int gemms = 0;
     for (const auto& r : j["results"]) {
-        EXPECT_GT(r["memory_gbps"].get<double>(), 0.0) << r;
         EXPECT_GT(r["cache_gbps"].get<double>(), 0.0) << r;
+        EXPECT_GT(r["cache_gmacs"].get<double>(), 0.0) << r;
         // Whole rows of 512 weights: Q4_K 288 bytes, Q8_0 544; about 1 MiB and 8 KiB of them.
         const int64_t row = r["type"] == "Q4_K" ? 288 : 544;
-        EXPECT_EQ(r["memory_bytes"].get<int64_t>(), (int64_t{1} << 20) / row * row) << r;
         EXPECT_EQ(r["cache_bytes"].get<int64_t>(), 8192 / row * row) << r;
+        // Multiply-adds per second are the rows times the weights per second.
+        EXPECT_NEAR(r["cache_gmacs"].get<double>(),
+                    r["cache_gbps"].get<double>() / row * 512 * r["rows"].get<int>(), 1e-6 * r["cache_gmacs"].get<double>())
+            << r;
+        if (r["kernel"] == "gemm") {
+            ++gemms;
+            EXPECT_EQ(r["type"], "Q4_K") << r;
+            EXPECT_EQ(r["level"], "avx2") << r;
+            EXPECT_FALSE(r.contains("memory_gbps")) << "the GEMM is timed from cache only: " << r;
+        } else {
+            EXPECT_EQ(r["kernel"], "few-row") << r;
+            EXPECT_LE(r["rows"].get<int>(), 16) << r;
+            EXPECT_GT(r["memory_gbps"].get<double>(), 0.0) << r;
+            EXPECT_EQ(r["memory_bytes"].get<int64_t>(), (int64_t{1} << 20) / row * row) << r;
+        }
     }
+    EXPECT_EQ(gemms, 3);
     EXPECT_EQ(j["results"][0]["level"], "baseline");
-    EXPECT_EQ(j["results"][2]["level"], "avx2");
     EXPECT_EQ(j["results"][1]["rows"], 3);
 }
 
@@ -138,9 +156,9 @@ TEST(BenchKernelsCli, BadFlagsAreNamed) {
     std::string out = testing::RunCli("bench kernels --types q4_0,q3_k", &code, true);
     EXPECT_NE(code, 0);
     EXPECT_NE(out.find("unknown block type 'q3_k'"), std::string::npos) << out;
-    out = testing::RunCli("bench kernels --rows 1,17", &code, true);
+    out = testing::RunCli("bench kernels --rows 1,5000", &code, true);
     EXPECT_NE(code, 0);
-    EXPECT_NE(out.find("--rows: 17"), std::string::npos) << out;
+    EXPECT_NE(out.find("--rows: 5000 is above 4096"), std::string::npos) << out;
     out = testing::RunCli("bench kernels --k 300", &code, true);
     EXPECT_NE(code, 0);
     EXPECT_NE(out.find("not a multiple of 256"), std::string::npos) << out;
