@@ -159,25 +159,22 @@ void SmallQuantLinear(const float* x, const Matrix& w, float* y, int64_t m, int6
 
 // Quantized weights, many rows (prefill): decode a panel of weight rows
 // (kF32PanelWeights in f32; 4 MiB of bf16, which measured the same as 1 MiB
-// for oneDNN's matmul) and multiply it there: in bf16 through oneDNN where the CPU has native bf16 GEMM (twice
-// the f32 rate; the activations rounded to bf16 once per call), else in f32
-// through sgemm. The decoding is one pass over the panel, small next to the
-// 2 * M flops per weight of a many-row product. Without native bf16, Q4_0
-// and the K-quants go to the int8 GEMM instead (quant_gemm.cpp), which beats
-// sgemm on the decoded panels (docs/benchmarks.md).
+// for oneDNN's matmul) and multiply it there: in bf16 through oneDNN where
+// the CPU has native bf16 GEMM (twice the f32 rate; the activations rounded
+// to bf16 once per call), else in f32 through sgemm. The decoding is one
+// pass over the panel, small next to the 2 * M flops per weight of a
+// many-row product. Without native bf16, Q4_0 and the K-quants go to the
+// int8 GEMM instead (quant_gemm.cpp), which beats sgemm on the decoded
+// panels (docs/benchmarks.md); the panels are then not even allocated.
 void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
     const bool bf16 = Bf16PathState().load() == Bf16Path::kOneDnn;
+    const KernelTable& kernels = ActiveKernels();
     QuantizedActs acts(x, m, k);
     const int64_t panel_rows = PanelRows(bf16 ? int64_t{1} << 21 : kF32PanelWeights, k);
+    // The calling thread's buffers (thread_local: the workers below have their own).
     static thread_local std::vector<float> panel;
     static thread_local std::vector<uint16_t> panel_bf16;
-    panel.resize(static_cast<size_t>(panel_rows * k));
-    if (bf16) panel_bf16.resize(panel.size());
-    const uint16_t* xb = bf16 ? Bf16Activations(x, m, k) : nullptr;
-    const KernelTable& kernels = ActiveKernels();
-    // The calling thread's buffers (thread_local: the workers below have their own).
-    float* dst = panel.data();
-    uint16_t* dst_bf16 = panel_bf16.data();
+    const uint16_t* xb = nullptr;
     int64_t col = 0;
     for (int s = 0; s < w.n_quant; ++s) {
         const QuantSlice& slice = w.quant[s];
@@ -186,6 +183,13 @@ void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int
             col += slice.rows;
             continue;
         }
+        panel.resize(static_cast<size_t>(panel_rows * k));
+        if (bf16) {
+            panel_bf16.resize(panel.size());
+            if (xb == nullptr) xb = Bf16Activations(x, m, k);
+        }
+        float* dst = panel.data();
+        uint16_t* dst_bf16 = panel_bf16.data();
         const int64_t row_bytes = QuantRowBytes(slice.type, k);
         for (int64_t r0 = 0; r0 < slice.rows; r0 += panel_rows) {
             const int64_t rows = std::min(panel_rows, slice.rows - r0);
