@@ -17,11 +17,13 @@ namespace prepack::cpu {
 
 namespace {
 
-// Weights per f32 panel handed to sgemm (8 MiB). Each sgemm call packs all
-// of X (4 MiB for 512 rows of 2048), so a panel must hold many weight rows
-// to amortise that: a Q8_0 prefill at the AVX2 level (Xeon, 2 threads) ran
-// 81 tok/s with 1 MiB panels, 87 with 8 MiB, 88-89 with 16-64 MiB.
-constexpr int64_t kF32PanelWeights = int64_t{1} << 21;
+// Weights per f32 panel handed to sgemm (32 MiB). Each sgemm call packs all
+// of X (4 MiB for 512 rows of 2048, 16 MiB for rows of 8192), so a panel
+// must hold many weight rows to amortise that: a Q8_0 prefill at the AVX2
+// level (Xeon, 2 threads) ran 81 tok/s with 1 MiB panels, 87 with 8 MiB,
+// and 8 MiB against 32 MiB alternately 92.4 against 94.2 (3 runs each), for
+// 65 MiB more peak memory (the panel and sgemm's packed copy of it).
+constexpr int64_t kF32PanelWeights = int64_t{1} << 23;
 
 // Rows of a panel of `weights` weights for rows of k (at least 16).
 int64_t PanelRows(int64_t weights, int64_t k) { return std::max<int64_t>(weights / k / 16 * 16, 16); }
