@@ -338,7 +338,7 @@ int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // Q8_0 is not taken: its signed weights need llama.cpp's sign trick
     // (vpsignb, and int16 pairs that fill after one step), twice the work per
     // weight of Q4_K, about what sgemm on its decoded panels costs.
-    if (type == QuantType::kQ8_0 || k % 256 != 0) return 0;
+    if (type == QuantType::kQ8_0 || k <= 0 || k % 256 != 0) return 0;
     // Below 17 rows the few-row kernels are the alternative. Where the GEMM,
     // repacking included, measured at least 1.1x faster (2048 x 2048 and
     // 2048 x 8192, 2 threads, on the Xeon of docs/benchmarks.md) it takes
@@ -358,6 +358,7 @@ int64_t QuantGemmMinRows(QuantType type, int64_t k) {
 bool QuantGemm(const uint8_t* acts, const QuantSlice& w, float* y, int64_t ldy, int64_t m, int64_t k,
                bool accumulate) {
     if (QuantGemmMinRows(w.type, k) == 0) return false;
+    if (w.rows <= 0 || m <= 0) return true;   // nothing to write (and std::clamp below needs a tile)
     const int64_t nb = k / 256, row_bytes = QuantRowBytes(w.type, k), act_row_bytes = ActRowBytes(w.type, k);
     const int64_t tile_bytes = nb * TileBlockBytes(w.type);
     const int64_t n_tiles = (w.rows + kTileRows - 1) / kTileRows;
