@@ -7,45 +7,30 @@
 // decoding took a third of a 512-token prefill.
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "kernels/cpu/quant_blocks.h"
 
 #include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
+#include "kernels/cpu/quant_level_helpers.h"
 
 PREPACK_ISA_BEGIN
 
 namespace {
 
-// F16C where the level has it: HalfToFloat is an out-of-line call per block,
-// a tenth of decoding a Q8_0 row.
-inline float Half(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, sizeof(h));
-#if PREPACK_ISA_LEVEL >= 1
-    return _cvtsh_ss(h);
-#else
-    return HalfToFloat(h);
-#endif
-}
-
 void DecodeQ4_0(const uint8_t* b, float* y) {
-    const float d = Half(b);
+    const float d = LoadHalf(b);
     for (int j = 0; j < 16; ++j) y[j] = d * static_cast<float>((b[2 + j] & 0x0F) - 8);
     for (int j = 0; j < 16; ++j) y[16 + j] = d * static_cast<float>((b[2 + j] >> 4) - 8);
 }
 
 void DecodeQ8_0(const uint8_t* b, float* y) {
-    const float d = Half(b);
+    const float d = LoadHalf(b);
     const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
     for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(q[j]);
 }
 
 template <bool kFiveBits>
 void DecodeQ45_K(const uint8_t* b, float* y) {
-    const float d = Half(b), dmin = Half(b + 2);
+    const float d = LoadHalf(b), dmin = LoadHalf(b + 2);
     uint8_t sc[8], mn[8];
     KQuantScalesMins(b + 4, sc, mn);
     const uint8_t* qh = b + 16;
@@ -65,7 +50,7 @@ void DecodeQ45_K(const uint8_t* b, float* y) {
 
 void DecodeQ6_K(const uint8_t* b, float* y) {
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    const float d = Half(b + 208);
+    const float d = LoadHalf(b + 208);
     for (int half = 0; half < 2; ++half) {
         const uint8_t* ql = b + 64 * half;
         const uint8_t* qh = b + 128 + 32 * half;

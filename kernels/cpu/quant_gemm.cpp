@@ -36,6 +36,7 @@
 #include "kernels/cpu/quant_blocks.h"
 
 #include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
+#include "kernels/cpu/quant_level_helpers.h"
 
 PREPACK_ISA_BEGIN
 
@@ -90,18 +91,11 @@ constexpr int64_t TileBlockBytes(QuantType type) {
     return type == QuantType::kQ4_0 ? kQ4_0BlockBytes : FormatOf(type).BlockBytes();
 }
 
-inline float Half(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, sizeof(h));
-    return _cvtsh_ss(h);
-}
-
 inline void PutPair(uint8_t* at, int16_t lo, int16_t hi) {
     const int16_t pair[2] = {lo, hi};
     std::memcpy(at, pair, sizeof(pair));
 }
 
-inline __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline void Store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
 // A row's 256 weights of one block as unsigned bytes in weight order (the
@@ -135,8 +129,8 @@ void UnpackQ45_K(const uint8_t* blk, RowBlock* out) {
         out->scale[s] = sc[s];
         out->min_pair[s][0] = out->min_pair[s][1] = mn[s];
     }
-    out->d = Half(blk);
-    out->dmin = Half(blk + 2);
+    out->d = LoadHalf(blk);
+    out->dmin = LoadHalf(blk + 2);
 }
 
 void UnpackQ6_K(const uint8_t* blk, RowBlock* out) {
@@ -161,7 +155,7 @@ void UnpackQ6_K(const uint8_t* blk, RowBlock* out) {
         out->min_pair[p][0] = static_cast<int16_t>(32 * sc[2 * p]);
         out->min_pair[p][1] = static_cast<int16_t>(32 * sc[2 * p + 1]);
     }
-    out->d = out->dmin = Half(blk + 208);
+    out->d = out->dmin = LoadHalf(blk + 208);
 }
 
 // Eight Q4_0 blocks of a row (256 weights) as unsigned nibbles in weight
@@ -172,7 +166,7 @@ void UnpackQ4_0(const uint8_t* blk, uint8_t q[256], float d[8]) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * j), _mm_and_si128(v, m4));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * j + 16), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
-        d[j] = Half(blk);
+        d[j] = LoadHalf(blk);
     }
 }
 

@@ -30,6 +30,7 @@
 #include "kernels/cpu/quant_blocks.h"
 
 #include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
+#include "kernels/cpu/quant_level_helpers.h"
 
 PREPACK_ISA_BEGIN
 
@@ -63,16 +64,6 @@ inline void PrefetchAhead(const uint8_t* block, int64_t bytes) {
     }
 }
 
-inline float LoadHalf(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, sizeof(h));
-#if PREPACK_ISA_LEVEL >= 1
-    return _cvtsh_ss(h);
-#else
-    return HalfToFloat(h);
-#endif
-}
-
 template <typename Act>
 inline const Act* ActRow(const uint8_t* acts, int64_t act_row_bytes, int i) {
     return reinterpret_cast<const Act*>(acts + i * act_row_bytes);
@@ -92,8 +83,6 @@ inline float HSum(__m256 v) {
 inline __m256i MulAddBytes(__m256i u, __m256i s, __m256i scale16) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16);
 }
-
-inline __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // A Q4_K/Q5_K block's eight 6-bit scales (bytes 0-7) and mins (bytes 8-15),
 // unpacked in vector registers from the 12 bytes at `scales` (the packing of
