@@ -77,12 +77,14 @@ uint64_t DecodeWeightBytes(const ModelWeights& w, const ModelConfig& c) {
     return w.ResidentBytes() - embedding;
 }
 
-// Whether some matrix's many-row products run in int8 (cpu::QuantPrefillArithmetic).
-bool AnyInt8Prefill(const ModelWeights& w) {
+// Whether some matrix's many-row products run in int8 (cpu::QuantPrefillArithmetic
+// of its block type and row length).
+bool AnyInt8Prefill(const ModelWeights& w, const ModelConfig& c) {
     for (const LayerWeights& l : w.layers) {
-        for (const cpu::Matrix* m : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) {
+        for (const auto& [m, k] : {std::pair{&l.wqkv, int64_t{c.dim}}, std::pair{&l.wo, int64_t{c.q_dim()}},
+                                   std::pair{&l.w_gate_up, int64_t{c.dim}}, std::pair{&l.w_down, int64_t{c.hidden_dim}}}) {
             for (int s = 0; s < m->n_quant; ++s) {
-                if (std::string_view(cpu::QuantPrefillArithmetic(m->quant[s].type, 256)) == "int8") return true;
+                if (std::string_view(cpu::QuantPrefillArithmetic(m->quant[s].type, k)) == "int8") return true;
             }
         }
     }
@@ -134,7 +136,7 @@ int Run(const BenchForwardOptions& o) {
     const double peak = bf16_gemm ? ceil->peak_bf16 : ceil->peak_f32, bandwidth = ceil->bandwidth;
     // Without native bf16 the Q4_0 and K-quant products run in int8 instead,
     // which may pass the f32 peak they are still compared with.
-    const bool int8_gemm = !gpu && AnyInt8Prefill(weights);
+    const bool int8_gemm = !gpu && AnyInt8Prefill(weights, c);
 
     std::fprintf(stderr, "bench forward: prefill of %d tokens x %d...\n", o.prompt_tokens, o.reps);
     auto prefill = [&] {
