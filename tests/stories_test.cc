@@ -149,22 +149,15 @@ TEST_F(StoriesTest, CliJsonCarriesIdsAndTimings) {
 
 TEST(CliErrors, BadInputGivesAClearMessage) {
     int code = 0;
-    std::string out = testing::RunCli("generate --model /nonexistent/model.gguf --prompt hi", &code, true);
-    EXPECT_NE(code, 0);
-    EXPECT_NE(out.find("/nonexistent/model.gguf"), std::string::npos) << out;
-    out = testing::RunCli("generate --model synthetic:nope --prompt hi", &code, true);
-    EXPECT_NE(code, 0);
-    EXPECT_NE(out.find("unknown synthetic model 'nope'"), std::string::npos) << out;
+    testing::ExpectCliFailsSaying("generate --model /nonexistent/model.gguf --prompt hi", "/nonexistent/model.gguf");
+    testing::ExpectCliFailsSaying("generate --model synthetic:nope --prompt hi", "unknown synthetic model 'nope'");
     // An empty prompt is BOS alone (llama.cpp, llama2.c), not an error.
-    out = testing::RunCli("generate --model synthetic:tiny --prompt \"\" --max-tokens 3 --json", &code, true);
+    const std::string out =
+        testing::RunCli("generate --model synthetic:tiny --prompt \"\" --max-tokens 3 --json", &code, true);
     EXPECT_EQ(code, 0) << out;
     EXPECT_NE(out.find("\"prompt_tokens\":[1]"), std::string::npos) << out;
-    out = testing::RunCli("generate --model synthetic:tiny --prompt hi --top-p 1.5", &code, true);
-    EXPECT_NE(code, 0);
-    EXPECT_NE(out.find("top_p"), std::string::npos) << out;
-    out = testing::RunCli("generate --model synthetic:tiny --prompt hi --temperature -1", &code, true);
-    EXPECT_NE(code, 0);
-    EXPECT_NE(out.find("temperature"), std::string::npos) << out;
+    testing::ExpectCliFailsSaying("generate --model synthetic:tiny --prompt hi --top-p 1.5", "top_p");
+    testing::ExpectCliFailsSaying("generate --model synthetic:tiny --prompt hi --temperature -1", "temperature");
 }
 
 }  // namespace

@@ -99,6 +99,15 @@ inline std::string RunCli(const std::string& args, int* exit_code, bool merge_st
     *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return out;
 }
+
+// Runs the CLI with `args` (stderr merged) and expects it to fail with
+// `message` in what it printed.
+inline void ExpectCliFailsSaying(const std::string& args, const std::string& message) {
+    int code = 0;
+    const std::string out = RunCli(args, &code, /*merge_stderr=*/true);
+    EXPECT_NE(code, 0) << args << ": " << out;
+    EXPECT_NE(out.find(message), std::string::npos) << args << ": " << out;
+}
 #endif
 
 }  // namespace prepack::testing
