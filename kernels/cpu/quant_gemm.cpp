@@ -205,7 +205,9 @@ void RepackTileQ4_0(const uint8_t* rows, int64_t row_bytes, int valid, int64_t n
     for (int64_t b = 0; b < nb; ++b, dst += kQ4_0BlockBytes) {
         if (valid < kTileRows) std::memset(dst + 32 * kSteps, 0, 32 * 8);
         for (int r = 0; r < valid; ++r) {
-            UnpackQ4_0(rows + r * row_bytes + b * 8 * 18, q[r], d);
+            const uint8_t* blk = rows + r * row_bytes + b * 8 * 18;
+            PrefetchAhead(blk, 8 * 18);
+            UnpackQ4_0(blk, q[r], d);
             for (int j = 0; j < 8; ++j) std::memcpy(dst + 32 * kSteps + 32 * j + 4 * r, &d[j], 4);
         }
         StoreSteps(qs, dst);
@@ -224,6 +226,7 @@ void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int vali
         if (valid < kTileRows) std::memset(dst + f.ScalesAt(), 0, static_cast<size_t>(f.BlockBytes() - f.ScalesAt()));
         for (int r = 0; r < valid; ++r) {
             const uint8_t* blk = rows + r * row_bytes + b * block_bytes;
+            PrefetchAhead(blk, block_bytes);
             switch (type) {
                 case QuantType::kQ4_K: UnpackQ45_K<false>(blk, &rb[r]); break;
                 case QuantType::kQ5_K: UnpackQ45_K<true>(blk, &rb[r]); break;
