@@ -272,8 +272,8 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
 // rest, and everything at the baseline) within f32 rounding; bf16 panels
 // (native bf16 GEMM, forced off here) are MixedSlicesThroughEveryPath's.
 // 17 and 23 rows leave 1 and 3 over the GEMM's 4-row groups, 37 weight
-// rows 5 over its 8-row tiles; Q4_0 also on a row of 17 blocks of 32, which
-// the GEMM leaves to the panels.
+// rows 5 over its tiles (8 rows at AVX2, 16 at AVX-512); Q4_0 also on a row
+// of 17 blocks of 32, which the GEMM leaves to the panels.
 TEST_P(QuantLinearTest, EveryLevelManyRowsWithinTheirArithmeticsBound) {
     const QuantType type = GetParam();
     std::mt19937 rng(9);

@@ -6,15 +6,18 @@
 // (docs/benchmarks.md).
 //
 // The weights are repacked a panel at a time (about 256 KiB, so it stays in
-// L2 while every activation row passes over it) into tiles of 8 rows, one
-// row per 32-bit lane: for each 4 consecutive weights of a block, 8 rows x 4
-// unsigned bytes make one 256-bit vector. Four weights of one activation
-// row, broadcast to all lanes, then meet all 8 rows in one vpmaddubsw, so
-// the products for 8 rows land in 8 lanes and never need a horizontal sum;
-// int16 sums run over a whole sub-block (the sub-block's scale is the same
-// in every step) before one vpmaddwd by the 8 rows' scales. Each weight
-// vector serves kActRows activation rows from registers, each activation
-// broadcast serves 8 weight rows. The activations are quantized as for the
+// L2 while every activation row passes over it) into tiles of 8 rows (16 at
+// the AVX-512 level), one row per 32-bit lane: for each 4 consecutive
+// weights of a block, 8 rows x 4 unsigned bytes make one 256-bit vector (16
+// rows one 512-bit vector). Four weights of one activation row, broadcast to
+// all lanes, then meet all the tile's rows in one vpmaddubsw, so the
+// products land in the rows' lanes and never need a horizontal sum; int16
+// sums run over a whole sub-block (the sub-block's scale is the same in
+// every step) before one vpmaddwd by the rows' scales. Each weight vector
+// serves kActRows activation rows from registers, each activation broadcast
+// serves a tile of weight rows. The 512-bit tile ran the 512-row product
+// 1.3-1.6x as fast as two 256-bit ones at the AVX-512 level (Xeon, bench
+// kernels). The activations are quantized as for the
 // few-row kernels (quant_acts.h), so both paths agree within f32 rounding,
 // and llama.cpp, whose many-row path is int8 too, computes the same.
 //
@@ -44,7 +47,59 @@ PREPACK_ISA_BEGIN
 
 namespace {
 
-constexpr int kTileRows = 8;   // weight rows of a tile: the 32-bit lanes of a 256-bit vector
+// A tile's rows sit one per 32-bit lane of a vector: 8 rows in a 256-bit
+// vector at the AVX2 level, 16 in a 512-bit one at the AVX-512 level, where
+// each activation broadcast then meets twice the rows per instruction.
+#if PREPACK_ISA_LEVEL == 2
+using TileI = __m512i;
+using TileF = __m512;
+inline TileI TLoad(const void* p) { return _mm512_loadu_si512(p); }
+inline TileI TZero() { return _mm512_setzero_si512(); }
+inline TileI TSet1(int32_t v) { return _mm512_set1_epi32(v); }
+inline TileI TMaddUbs(TileI u8, TileI s8) { return _mm512_maddubs_epi16(u8, s8); }
+inline TileI TMadd16(TileI a, TileI b) { return _mm512_madd_epi16(a, b); }
+inline TileI TAdd16(TileI a, TileI b) { return _mm512_add_epi16(a, b); }
+inline TileI TAdd32(TileI a, TileI b) { return _mm512_add_epi32(a, b); }
+inline TileI TSub32(TileI a, TileI b) { return _mm512_sub_epi32(a, b); }
+inline TileF TLoadF(const uint8_t* p) { return _mm512_loadu_ps(p); }
+inline TileF TZeroF() { return _mm512_setzero_ps(); }
+inline TileF TSet1F(float v) { return _mm512_set1_ps(v); }
+// The zero-masked form: GCC 12 warns that _mm512_cvtepi32_ps's undefined
+// pass-through "may be used uninitialized" once inlined into the OpenMP body.
+inline TileF TCvtF(TileI v) { return _mm512_maskz_cvtepi32_ps(0xFFFF, v); }
+inline TileF TMulF(TileF a, TileF b) { return _mm512_mul_ps(a, b); }
+inline TileF TFmaddF(TileF a, TileF b, TileF c) { return _mm512_fmadd_ps(a, b, c); }
+inline TileF TFnmaddF(TileF a, TileF b, TileF c) { return _mm512_fnmadd_ps(a, b, c); }
+inline void TStoreF(float* p, TileF v) { _mm512_storeu_ps(p, v); }
+// An empty asm the compiler must assume reads and changes v: it keeps each
+// running sum a single chain. Without it GCC reassociates the int16 adds of
+// a sub-block into a tree, computes every product first and spills them
+// (the sums are exact either way).
+inline void KeepInRegister(TileI& v) { asm("" : "+v"(v)); }
+#else
+using TileI = __m256i;
+using TileF = __m256;
+inline TileI TLoad(const void* p) { return Load32(p); }
+inline TileI TZero() { return _mm256_setzero_si256(); }
+inline TileI TSet1(int32_t v) { return _mm256_set1_epi32(v); }
+inline TileI TMaddUbs(TileI u8, TileI s8) { return _mm256_maddubs_epi16(u8, s8); }
+inline TileI TMadd16(TileI a, TileI b) { return _mm256_madd_epi16(a, b); }
+inline TileI TAdd16(TileI a, TileI b) { return _mm256_add_epi16(a, b); }
+inline TileI TAdd32(TileI a, TileI b) { return _mm256_add_epi32(a, b); }
+inline TileI TSub32(TileI a, TileI b) { return _mm256_sub_epi32(a, b); }
+inline TileF TLoadF(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+inline TileF TZeroF() { return _mm256_setzero_ps(); }
+inline TileF TSet1F(float v) { return _mm256_set1_ps(v); }
+inline TileF TCvtF(TileI v) { return _mm256_cvtepi32_ps(v); }
+inline TileF TMulF(TileF a, TileF b) { return _mm256_mul_ps(a, b); }
+inline TileF TFmaddF(TileF a, TileF b, TileF c) { return _mm256_fmadd_ps(a, b, c); }
+inline TileF TFnmaddF(TileF a, TileF b, TileF c) { return _mm256_fnmadd_ps(a, b, c); }
+inline void TStoreF(float* p, TileF v) { _mm256_storeu_ps(p, v); }
+// See the AVX-512 version above.
+inline void KeepInRegister(TileI& v) { asm("" : "+x"(v)); }
+#endif
+constexpr int kVecBytes = sizeof(TileI);    // bytes of one step, scale or d vector of a tile
+constexpr int kTileRows = kVecBytes / 4;    // weight rows of a tile
 // Activation rows sharing each weight vector: their int16 and int32 sums and
 // float totals take 12 of AVX2's 16 vector registers. (At the AVX-512 level,
 // with 32, 6 and 8 rows measured 119 GMAC/s against 4 rows' 190 on Q4_K.)
@@ -58,23 +113,23 @@ constexpr int kSteps = 64;     // 4-weight steps of a 256-weight block
 #endif
 constexpr int64_t kPanelBytes = int64_t{PREPACK_GEMM_PANEL_KIB} << 10;
 
-// One block (256 weights) of a tile of 8 rows, repacked:
-//   q      kSteps x 32 bytes: step t holds weights 4t..4t+3 of each row, row r in lane r;
+// One block (256 weights) of a tile, repacked, in vectors of kVecBytes:
+//   q      kSteps vectors: step t holds weights 4t..4t+3 of each row, row r in lane r;
 //   scales one vector per scale group (32 weights for Q4_K/Q5_K, 16 for Q6_K):
 //          each lane the row's scale twice as int16, the vpmaddwd multiplier;
 //   mins   8 vectors, vector p against the activation sums of 16-weight groups
 //          2p and 2p+1 (vpmaddwd): a Q4_K/Q5_K row's min of sub-block p in both
 //          int16 halves, a Q6_K row's 32 * scale of groups 2p and 2p+1 (its "- 32");
-//   d      8 floats, the rows' block scales; dmin 8 floats, the mins' (Q6_K: d again).
+//   d      the rows' block scales as floats; dmin the mins' (Q6_K: d again).
 struct TileFormat {
     int flush_steps;   // steps summed in int16 before the vpmaddwd
     int scale_steps;   // steps under one scale
     constexpr int64_t ScaleGroups() const { return kSteps / scale_steps; }
-    constexpr int64_t ScalesAt() const { return 32 * kSteps; }
-    constexpr int64_t MinsAt() const { return ScalesAt() + 32 * ScaleGroups(); }
-    constexpr int64_t DAt() const { return MinsAt() + 32 * 8; }
-    constexpr int64_t DminAt() const { return DAt() + 32; }
-    constexpr int64_t BlockBytes() const { return DminAt() + 32; }
+    constexpr int64_t ScalesAt() const { return kVecBytes * kSteps; }
+    constexpr int64_t MinsAt() const { return ScalesAt() + kVecBytes * ScaleGroups(); }
+    constexpr int64_t DAt() const { return MinsAt() + kVecBytes * 8; }
+    constexpr int64_t DminAt() const { return DAt() + kVecBytes; }
+    constexpr int64_t BlockBytes() const { return DminAt() + kVecBytes; }
 };
 
 constexpr TileFormat FormatOf(QuantType type) {
@@ -82,9 +137,9 @@ constexpr TileFormat FormatOf(QuantType type) {
 }
 
 // Q4_0 has no sub-block scales or mins, only each 32-weight block's d: a
-// tile's 256 weights (8 blocks) are q as above, then 8 vectors of the 8
+// tile's 256 weights (8 blocks) are q as above, then 8 vectors of the
 // rows' d, one per block. Its "- 8" comes from the activations' block sums.
-constexpr int64_t kQ4_0BlockBytes = 32 * kSteps + 32 * 8;
+constexpr int64_t kQ4_0BlockBytes = kVecBytes * (kSteps + 8);
 
 // Bytes of one repacked 256-weight block of a tile.
 constexpr int64_t TileBlockBytes(QuantType type) {
@@ -170,14 +225,21 @@ void UnpackQ4_0(const uint8_t* blk, uint8_t q[256], float d[8]) {
     }
 }
 
-// Writes the 64 step vectors of a block from its 8 rows' weights in weight
+// Writes the 64 step vectors of a block from its rows' weights in weight
 // order (q[r], 256 bytes each): step t holds dword t of each row, row r in
-// lane r. That is an 8 x 64 transpose of dwords, done 8 x 8 at a time in
-// registers. It replaced a 4-byte copy per row and step, which the batched
-// decode's few rows per repack could not amortise: 12-16-row products ran
-// 6-14% faster with the transpose (bench kernels --rows 12,16, both levels).
+// lane r. That is a kTileRows x 64 transpose of dwords, done 8 x 8 at a time
+// in registers. It replaced a 4-byte copy per row and step, which the
+// batched decode's few rows per repack could not amortise: 12-16-row
+// products ran 6-14% faster with the transpose (bench kernels --rows 12,16).
+void StoreSteps8(const uint8_t* const q[8], uint8_t* dst);
+
 void StoreSteps(const uint8_t* const q[kTileRows], uint8_t* dst) {
-    for (int c = 0; c < kSteps; c += 8, dst += 32 * 8) {
+    for (int h = 0; h < kTileRows / 8; ++h) StoreSteps8(q + 8 * h, dst + 32 * h);
+}
+
+// Rows 8h..8h+7 of StoreSteps: 32 bytes of each step vector.
+void StoreSteps8(const uint8_t* const q[8], uint8_t* dst) {
+    for (int c = 0; c < kSteps; c += 8, dst += kVecBytes * 8) {
         __m256i r[8], t[8], u[8];
         for (int i = 0; i < 8; ++i) r[i] = Load32(q[i] + 4 * c);
         for (int i = 0; i < 8; i += 2) {
@@ -191,8 +253,8 @@ void StoreSteps(const uint8_t* const q[kTileRows], uint8_t* dst) {
             u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);   // dword 3 (7)
         }
         for (int i = 0; i < 4; ++i) {
-            Store32(dst + 32 * i, _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
-            Store32(dst + 32 * (i + 4), _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
+            Store32(dst + kVecBytes * i, _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
+            Store32(dst + kVecBytes * (i + 4), _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
         }
     }
 }
@@ -203,12 +265,12 @@ void RepackTileQ4_0(const uint8_t* rows, int64_t row_bytes, int valid, int64_t n
     for (int r = 0; r < kTileRows; ++r) qs[r] = q[r];
     float d[8];
     for (int64_t b = 0; b < nb; ++b, dst += kQ4_0BlockBytes) {
-        if (valid < kTileRows) std::memset(dst + 32 * kSteps, 0, 32 * 8);
+        if (valid < kTileRows) std::memset(dst + kVecBytes * kSteps, 0, kVecBytes * 8);
         for (int r = 0; r < valid; ++r) {
             const uint8_t* blk = rows + r * row_bytes + b * 8 * 18;
             PrefetchAhead(blk, 8 * 18);
             UnpackQ4_0(blk, q[r], d);
-            for (int j = 0; j < 8; ++j) std::memcpy(dst + 32 * kSteps + 32 * j + 4 * r, &d[j], 4);
+            for (int j = 0; j < 8; ++j) std::memcpy(dst + kVecBytes * (kSteps + j) + 4 * r, &d[j], 4);
         }
         StoreSteps(qs, dst);
     }
@@ -233,10 +295,10 @@ void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int vali
                 default: UnpackQ6_K(blk, &rb[r]); break;
             }
             for (int64_t g = 0; g < f.ScaleGroups(); ++g) {
-                PutPair(dst + f.ScalesAt() + 32 * g + 4 * r, rb[r].scale[g], rb[r].scale[g]);
+                PutPair(dst + f.ScalesAt() + kVecBytes * g + 4 * r, rb[r].scale[g], rb[r].scale[g]);
             }
             for (int p = 0; p < 8; ++p) {
-                PutPair(dst + f.MinsAt() + 32 * p + 4 * r, rb[r].min_pair[p][0], rb[r].min_pair[p][1]);
+                PutPair(dst + f.MinsAt() + kVecBytes * p + 4 * r, rb[r].min_pair[p][0], rb[r].min_pair[p][1]);
             }
             std::memcpy(dst + f.DAt() + 4 * r, &rb[r].d, 4);
             std::memcpy(dst + f.DminAt() + 4 * r, &rb[r].dmin, 4);
@@ -245,26 +307,20 @@ void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int vali
     }
 }
 
-// An empty asm the compiler must assume reads and changes v: it keeps each
-// running sum a single chain. Without it GCC reassociates the int16 adds of
-// a sub-block into a tree, computes every product first and spills them
-// (the sums are exact either way).
-inline void KeepInRegister(__m256i& v) { asm("" : "+x"(v)); }
-
-inline __m256i Broadcast4(const void* p) {
+inline TileI Broadcast4(const void* p) {
     int32_t v;
     std::memcpy(&v, p, sizeof(v));
-    return _mm256_set1_epi32(v);
+    return TSet1(v);
 }
 
-// part[i] += the int16 sums over kN steps from `w` (32 bytes each) of the
+// part[i] += the int16 sums over kN steps from `w` (kVecBytes each) of the
 // tile's rows times activation row i's codes from q[i] (4 each).
 template <int NA, int kN>
-inline void StepSums(const uint8_t* w, const int8_t* const* q, __m256i* part) {
+inline void StepSums(const uint8_t* w, const int8_t* const* q, TileI* part) {
     for (int s = 0; s < kN; ++s) {
-        const __m256i ws = Load32(w + 32 * s);
+        const TileI ws = TLoad(w + kVecBytes * s);
         for (int i = 0; i < NA; ++i) {
-            part[i] = _mm256_add_epi16(part[i], _mm256_maddubs_epi16(ws, Broadcast4(q[i] + 4 * s)));
+            part[i] = TAdd16(part[i], TMaddUbs(ws, Broadcast4(q[i] + 4 * s)));
             KeepInRegister(part[i]);
         }
     }
@@ -275,38 +331,36 @@ template <int NA, QuantType kType>
 void TileDots(const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_row_bytes, float out[][kTileRows]) {
     constexpr TileFormat f = FormatOf(kType);
     constexpr int kFlush = f.flush_steps, kScaleSteps = f.scale_steps;
-    __m256 acc[NA];
-    for (int i = 0; i < NA; ++i) acc[i] = _mm256_setzero_ps();
+    TileF acc[NA];
+    for (int i = 0; i < NA; ++i) acc[i] = TZeroF();
     for (int64_t b = 0; b < nb; ++b, tile += f.BlockBytes()) {
         const ActBlock256* a[NA];
         for (int i = 0; i < NA; ++i) a[i] = reinterpret_cast<const ActBlock256*>(acts + i * act_row_bytes) + b;
-        __m256i isum[NA];
-        for (int i = 0; i < NA; ++i) isum[i] = _mm256_setzero_si256();
+        TileI isum[NA];
+        for (int i = 0; i < NA; ++i) isum[i] = TZero();
         for (int s0 = 0; s0 < kSteps; s0 += kFlush) {
-            __m256i part[NA];
+            TileI part[NA];
             const int8_t* q[NA];
             for (int i = 0; i < NA; ++i) {
-                part[i] = _mm256_setzero_si256();
+                part[i] = TZero();
                 q[i] = a[i]->q + 4 * s0;
             }
-            StepSums<NA, kFlush>(tile + 32 * s0, q, part);
-            const __m256i scale = Load32(tile + f.ScalesAt() + 32 * (s0 / kScaleSteps));
-            for (int i = 0; i < NA; ++i) isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(part[i], scale));
+            StepSums<NA, kFlush>(tile + kVecBytes * s0, q, part);
+            const TileI scale = TLoad(tile + f.ScalesAt() + kVecBytes * (s0 / kScaleSteps));
+            for (int i = 0; i < NA; ++i) isum[i] = TAdd32(isum[i], TMadd16(part[i], scale));
         }
-        const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(tile + f.DAt()));
-        const __m256 dmin = _mm256_loadu_ps(reinterpret_cast<const float*>(tile + f.DminAt()));
+        const TileF d = TLoadF(tile + f.DAt()), dmin = TLoadF(tile + f.DminAt());
         for (int i = 0; i < NA; ++i) {
-            __m256i msum = _mm256_setzero_si256();
+            TileI msum = TZero();
             for (int p = 0; p < 8; ++p) {
-                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(Load32(tile + f.MinsAt() + 32 * p),
-                                                                Broadcast4(a[i]->bsums + 2 * p)));
+                msum = TAdd32(msum, TMadd16(TLoad(tile + f.MinsAt() + kVecBytes * p), Broadcast4(a[i]->bsums + 2 * p)));
             }
-            const __m256 da = _mm256_set1_ps(a[i]->d);
-            acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[i]), acc[i]);
-            acc[i] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum), acc[i]);
+            const TileF da = TSet1F(a[i]->d);
+            acc[i] = TFmaddF(TMulF(d, da), TCvtF(isum[i]), acc[i]);
+            acc[i] = TFnmaddF(TMulF(dmin, da), TCvtF(msum), acc[i]);
         }
     }
-    for (int i = 0; i < NA; ++i) _mm256_storeu_ps(out[i], acc[i]);
+    for (int i = 0; i < NA; ++i) TStoreF(out[i], acc[i]);
 }
 
 // Q4_0: per 32-weight block, 8 steps of int16 sums (at most 8 * 2 * 15 *
@@ -314,28 +368,28 @@ void TileDots(const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_
 template <int NA>
 void TileDotsQ4_0(const uint8_t* tile, int64_t nb, const uint8_t* acts, int64_t act_row_bytes,
                   float out[][kTileRows]) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[NA];
-    for (int i = 0; i < NA; ++i) acc[i] = _mm256_setzero_ps();
+    const TileI ones = TSet1(0x00010001);   // int16 ones
+    TileF acc[NA];
+    for (int i = 0; i < NA; ++i) acc[i] = TZeroF();
     for (int64_t b = 0; b < 8 * nb; ++b) {   // 32-weight blocks
         const uint8_t* w = tile + (b / 8) * kQ4_0BlockBytes;
         const int j = static_cast<int>(b % 8);
         const ActPair32* a[NA];
-        __m256i part[NA];
+        TileI part[NA];
         const int8_t* q[NA];
         for (int i = 0; i < NA; ++i) {
             a[i] = reinterpret_cast<const ActPair32*>(acts + i * act_row_bytes);
             q[i] = ActQ32(a[i], b);
-            part[i] = _mm256_setzero_si256();
+            part[i] = TZero();
         }
-        StepSums<NA, 8>(w + 32 * 8 * j, q, part);
-        const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(w + 32 * kSteps + 32 * j));
+        StepSums<NA, 8>(w + kVecBytes * 8 * j, q, part);
+        const TileF d = TLoadF(w + kVecBytes * (kSteps + j));
         for (int i = 0; i < NA; ++i) {
-            const __m256i sum = _mm256_sub_epi32(_mm256_madd_epi16(part[i], ones), _mm256_set1_epi32(8 * ActSum32(a[i], b)));
-            acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(ActD32(a[i], b))), _mm256_cvtepi32_ps(sum), acc[i]);
+            const TileI sum = TSub32(TMadd16(part[i], ones), TSet1(8 * ActSum32(a[i], b)));
+            acc[i] = TFmaddF(TMulF(d, TSet1F(ActD32(a[i], b))), TCvtF(sum), acc[i]);
         }
     }
-    for (int i = 0; i < NA; ++i) _mm256_storeu_ps(out[i], acc[i]);
+    for (int i = 0; i < NA; ++i) TStoreF(out[i], acc[i]);
 }
 
 // The kernel for `rows` (1..NA) activation rows, by recursion down from NA.
@@ -367,20 +421,21 @@ void Dots(QuantType type, int rows, const uint8_t* tile, int64_t nb, const uint8
 int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // Q8_0 is not taken: its signed weights need llama.cpp's sign trick
     // (vpsignb, and int16 pairs that fill after one step), twice the work per
-    // weight of Q4_K, about what sgemm on its decoded panels costs.
+    // weight of Q4_K, about what sgemm on its decoded panels costs. (Widening
+    // them to int16 for vpmaddwd was tried: 92-99 GMAC/s against sgemm's
+    // ~105, and a slower prefill; docs/benchmarks.md.)
     if (type == QuantType::kQ8_0 || k <= 0 || k % 256 != 0) return 0;
     // Below 17 rows the few-row kernels are the alternative. Where the GEMM,
     // repacking included, measured at least 1.1x faster (2048 x 2048 and
     // 2048 x 8192, 2 threads, on the Xeon of docs/benchmarks.md) it takes
-    // over from these row counts: Q4_0 from 8 (1.42x) at the AVX2 level and
-    // 12 (1.29x) at the 512-bit one, whose few-row kernels are faster; Q4_K
-    // from 12 (1.12x) and Q5_K from 16 (1.15x) at AVX2 only; Q6_K, whose
-    // flush every 2 steps and larger repack cost most, never (0.97x at 16).
-    const bool wide = PREPACK_ISA_LEVEL == 2;
+    // over from these row counts: Q4_0 from 8 (AVX2 1.42x, AVX-512 1.19x),
+    // Q4_K from 12 (1.07-1.12x, 1.12x), Q5_K from 16 at AVX2 (1.14x; 0.99x at
+    // 12) and 12 with the 512-bit tile (1.11x); Q6_K, whose flush every 2
+    // steps and larger repack cost most, never (0.91x and 0.8x at 16).
     switch (type) {
-        case QuantType::kQ4_0: return wide ? 12 : 8;
-        case QuantType::kQ4_K: return wide ? 17 : 12;
-        case QuantType::kQ5_K: return wide ? 17 : 16;
+        case QuantType::kQ4_0: return 8;
+        case QuantType::kQ4_K: return 12;
+        case QuantType::kQ5_K: return PREPACK_ISA_LEVEL == 2 ? 12 : 16;
         default: return 17;
     }
 }
