@@ -249,18 +249,24 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
         std::vector<float> base;
         for (cpu::CpuLevel level : LevelsHere()) {
             ASSERT_TRUE(cpu::ForceCpuLevel(level));
-            std::vector<float> y(m * n, 1.0f);
-            cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/true);
-            for (int64_t i = 0; i < m * n; ++i) {
-                ASSERT_NEAR(y[i] - 1.0f, want.y[i], want.tol[i])
-                    << cpu::QuantTypeName(type) << " " << cpu::CpuLevelName(level) << " m=" << m << " at " << i;
-                // Sharper: exactly the product with the activations rounded as documented.
-                ASSERT_NEAR(y[i] - 1.0f, want.rounded[i], 2e-6 * want.magnitude[i] + 1e-6)
-                    << cpu::QuantTypeName(type) << " " << cpu::CpuLevelName(level) << " m=" << m << " at " << i;
+            // The int8 GEMM takes batched decode from a few rows on (quant_gemm.cpp); off, the
+            // few-row kernels take every m here.
+            for (bool int8_gemm : {true, false}) {
+                cpu::SetInt8PrefillGemm(int8_gemm);
+                const std::string what = std::string(cpu::QuantTypeName(type)) + " " + cpu::CpuLevelName(level) +
+                                         " m=" + std::to_string(m) + (int8_gemm ? " gemm allowed" : " few-row");
+                std::vector<float> y(m * n, 1.0f);
+                cpu::Linear(x.data(), w, y.data(), m, n, k, /*accumulate=*/true);
+                for (int64_t i = 0; i < m * n; ++i) {
+                    ASSERT_NEAR(y[i] - 1.0f, want.y[i], want.tol[i]) << what << " at " << i;
+                    // Sharper: exactly the product with the activations rounded as documented.
+                    ASSERT_NEAR(y[i] - 1.0f, want.rounded[i], 2e-6 * want.magnitude[i] + 1e-6) << what << " at " << i;
+                }
+                // The integer sums are exact, so levels and kernels differ only in the order of f32 adds.
+                if (base.empty()) base = y;
+                for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(y[i], base[i], 1e-4f * (1 + std::fabs(base[i]))) << what;
             }
-            // The integer sums are exact, so levels differ only in the order of f32 adds.
-            if (base.empty()) base = y;
-            for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(y[i], base[i], 1e-4f * (1 + std::fabs(base[i])));
+            cpu::SetInt8PrefillGemm(true);
         }
     }
 }

@@ -51,6 +51,12 @@ namespace {
 // vector at the AVX2 level, 16 in a 512-bit one at the AVX-512 level, where
 // each activation broadcast then meets twice the rows per instruction.
 #if PREPACK_ISA_LEVEL == 2
+// GCC 12's AVX-512 headers pass _mm512_undefined_*() through many intrinsics
+// and then warn "may be used uninitialized" where they are inlined (GCC bug
+// 105593, fixed in GCC 13): a false alarm this file would otherwise print.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 using TileI = __m512i;
 using TileF = __m512;
 inline TileI TLoad(const void* p) { return _mm512_loadu_si512(p); }
@@ -64,13 +70,20 @@ inline TileI TSub32(TileI a, TileI b) { return _mm512_sub_epi32(a, b); }
 inline TileF TLoadF(const uint8_t* p) { return _mm512_loadu_ps(p); }
 inline TileF TZeroF() { return _mm512_setzero_ps(); }
 inline TileF TSet1F(float v) { return _mm512_set1_ps(v); }
-// The zero-masked form: GCC 12 warns that _mm512_cvtepi32_ps's undefined
-// pass-through "may be used uninitialized" once inlined into the OpenMP body.
-inline TileF TCvtF(TileI v) { return _mm512_maskz_cvtepi32_ps(0xFFFF, v); }
+inline TileF TCvtF(TileI v) { return _mm512_cvtepi32_ps(v); }
 inline TileF TMulF(TileF a, TileF b) { return _mm512_mul_ps(a, b); }
 inline TileF TFmaddF(TileF a, TileF b, TileF c) { return _mm512_fmadd_ps(a, b, c); }
 inline TileF TFnmaddF(TileF a, TileF b, TileF c) { return _mm512_fnmadd_ps(a, b, c); }
 inline void TStoreF(float* p, TileF v) { _mm512_storeu_ps(p, v); }
+inline void TStore(uint8_t* p, TileI v) { _mm512_storeu_si512(p, v); }
+inline TileI TAnd(TileI a, TileI b) { return _mm512_and_si512(a, b); }
+inline TileI TOr(TileI a, TileI b) { return _mm512_or_si512(a, b); }
+inline TileI TSrli32(TileI v, unsigned n) { return _mm512_srli_epi32(v, n); }
+inline TileI TSlli32(TileI v, unsigned n) { return _mm512_slli_epi32(v, n); }
+// Lane r: the 4 bytes at base + offset[r].
+inline TileI TGather(const uint8_t* base, TileI offset) { return _mm512_i32gather_epi32(offset, base, 1); }
+// Lane r: the fp16 value in the low 16 bits of lane r of v, as a float.
+inline TileF THalvesToFloat(TileI v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
 // An empty asm the compiler must assume reads and changes v: it keeps each
 // running sum a single chain. Without it GCC reassociates the int16 adds of
 // a sub-block into a tree, computes every product first and spills them
@@ -95,6 +108,18 @@ inline TileF TMulF(TileF a, TileF b) { return _mm256_mul_ps(a, b); }
 inline TileF TFmaddF(TileF a, TileF b, TileF c) { return _mm256_fmadd_ps(a, b, c); }
 inline TileF TFnmaddF(TileF a, TileF b, TileF c) { return _mm256_fnmadd_ps(a, b, c); }
 inline void TStoreF(float* p, TileF v) { _mm256_storeu_ps(p, v); }
+inline void TStore(uint8_t* p, TileI v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+inline TileI TAnd(TileI a, TileI b) { return _mm256_and_si256(a, b); }
+inline TileI TOr(TileI a, TileI b) { return _mm256_or_si256(a, b); }
+inline TileI TSrli32(TileI v, unsigned n) { return _mm256_srli_epi32(v, static_cast<int>(n)); }
+inline TileI TSlli32(TileI v, unsigned n) { return _mm256_slli_epi32(v, static_cast<int>(n)); }
+inline TileI TGather(const uint8_t* base, TileI offset) {
+    return _mm256_i32gather_epi32(reinterpret_cast<const int*>(base), offset, 1);
+}
+inline TileF THalvesToFloat(TileI v) {   // the 8 low halves packed into 128 bits (each < 2^16: no saturation)
+    const __m256i low = _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF));
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(low, low), 0x08)));
+}
 // See the AVX-512 version above.
 inline void KeepInRegister(TileI& v) { asm("" : "+x"(v)); }
 #endif
@@ -153,9 +178,9 @@ inline void PutPair(uint8_t* at, int16_t lo, int16_t hi) {
 
 inline void Store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
-// A row's 256 weights of one block as unsigned bytes in weight order (the
-// "- 32" of Q6_K and the K-quants' mins are applied through `mins`), with
-// its scale-group scales, min multipliers and d, dmin.
+// A Q6_K row's 256 weights of one block as unsigned bytes in weight order
+// (the "- 32" is applied through `mins`), with its scale-group scales, min
+// multipliers and d (dmin = d).
 struct RowBlock {
     alignas(32) uint8_t q[256];
     int16_t scale[16];
@@ -163,8 +188,10 @@ struct RowBlock {
     float d, dmin;
 };
 
+// A Q4_K/Q5_K row's 256 weights of one block as unsigned bytes in weight
+// order (its scales, mins, d and dmin are PutKScales's).
 template <bool kFiveBits>
-void UnpackQ45_K(const uint8_t* blk, RowBlock* out) {
+void UnpackQ45_K(const uint8_t* blk, uint8_t q[256]) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     const uint8_t* qs = blk + (kFiveBits ? 48 : 16);
     const __m256i qh = kFiveBits ? Load32(blk + 16) : _mm256_setzero_si256();
@@ -175,17 +202,35 @@ void UnpackQ45_K(const uint8_t* blk, RowBlock* out) {
             lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
             hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
         }
-        Store32(out->q + 64 * j, lo);
-        Store32(out->q + 64 * j + 32, hi);
+        Store32(q + 64 * j, lo);
+        Store32(q + 64 * j + 32, hi);
     }
-    uint8_t sc[8], mn[8];
-    KQuantScalesMins(blk + 4, sc, mn);
-    for (int s = 0; s < 8; ++s) {
-        out->scale[s] = sc[s];
-        out->min_pair[s][0] = out->min_pair[s][1] = mn[s];
+}
+
+// The scales, min multipliers, d and dmin of one block of a tile's Q4_K or
+// Q5_K rows (`blocks` is row 0's block, the others row_bytes apart), worked
+// out with the rows in lanes, which is the tile's layout: gathers of each 4
+// header bytes and the bit steps of KQuantScalesMins, instead of a scalar
+// decode and 18 scattered stores per row. Lanes past `valid` read row 0:
+// those lanes' products are never written out.
+void PutKScales(const uint8_t* blocks, int64_t row_bytes, int valid, const TileFormat& f, uint8_t* dst) {
+    alignas(64) int32_t offsets[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) offsets[r] = static_cast<int32_t>((r < valid ? r : 0) * row_bytes);
+    const TileI at = TLoad(offsets);
+    const TileI u0 = TGather(blocks + 4, at), u1 = TGather(blocks + 8, at), u2 = TGather(blocks + 12, at);
+    const TileI low6 = TSet1(0x3f3f3f3f), low4 = TSet1(0x0f0f0f0f), low2 = TSet1(0x03030303);
+    // Bytes 0-3 then 4-7 of each row's 8 scales and 8 mins.
+    const TileI sc[2] = {TAnd(u0, low6), TOr(TAnd(u2, low4), TSlli32(TAnd(TSrli32(u0, 6), low2), 4))};
+    const TileI mn[2] = {TAnd(u1, low6), TOr(TAnd(TSrli32(u2, 4), low4), TSlli32(TAnd(TSrli32(u1, 6), low2), 4))};
+    const TileI byte = TSet1(0xFF);
+    for (int g = 0; g < 8; ++g) {   // as int16 in both halves of each lane
+        const TileI s = TAnd(TSrli32(sc[g / 4], 8 * (g % 4)), byte), m = TAnd(TSrli32(mn[g / 4], 8 * (g % 4)), byte);
+        TStore(dst + f.ScalesAt() + kVecBytes * g, TOr(s, TSlli32(s, 16)));
+        TStore(dst + f.MinsAt() + kVecBytes * g, TOr(m, TSlli32(m, 16)));
     }
-    out->d = LoadHalf(blk);
-    out->dmin = LoadHalf(blk + 2);
+    const TileI dd = TGather(blocks, at);   // d in the low 16 bits, dmin in the high
+    TStoreF(reinterpret_cast<float*>(dst + f.DAt()), THalvesToFloat(dd));
+    TStoreF(reinterpret_cast<float*>(dst + f.DminAt()), THalvesToFloat(TSrli32(dd, 16)));
 }
 
 void UnpackQ6_K(const uint8_t* blk, RowBlock* out) {
@@ -277,23 +322,17 @@ void RepackTileQ4_0(const uint8_t* rows, int64_t row_bytes, int valid, int64_t n
 }
 
 // Repacks `valid` rows (the rest of the tile zero) of `nb` 256-weight blocks into `dst`.
-void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
-    if (type == QuantType::kQ4_0) return RepackTileQ4_0(rows, row_bytes, valid, nb, dst);
-    const TileFormat f = FormatOf(type);
-    const int64_t block_bytes = QuantBlockBytes(type);
+void RepackTileQ6_K(const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
+    const TileFormat f = FormatOf(QuantType::kQ6_K);
     RowBlock rb[kTileRows] = {};   // rows past `valid` keep zero weights
     const uint8_t* qs[kTileRows];
     for (int r = 0; r < kTileRows; ++r) qs[r] = rb[r].q;
     for (int64_t b = 0; b < nb; ++b, dst += f.BlockBytes()) {
         if (valid < kTileRows) std::memset(dst + f.ScalesAt(), 0, static_cast<size_t>(f.BlockBytes() - f.ScalesAt()));
         for (int r = 0; r < valid; ++r) {
-            const uint8_t* blk = rows + r * row_bytes + b * block_bytes;
-            PrefetchAhead(blk, block_bytes);
-            switch (type) {
-                case QuantType::kQ4_K: UnpackQ45_K<false>(blk, &rb[r]); break;
-                case QuantType::kQ5_K: UnpackQ45_K<true>(blk, &rb[r]); break;
-                default: UnpackQ6_K(blk, &rb[r]); break;
-            }
+            const uint8_t* blk = rows + r * row_bytes + b * 210;
+            PrefetchAhead(blk, 210);
+            UnpackQ6_K(blk, &rb[r]);
             for (int64_t g = 0; g < f.ScaleGroups(); ++g) {
                 PutPair(dst + f.ScalesAt() + kVecBytes * g + 4 * r, rb[r].scale[g], rb[r].scale[g]);
             }
@@ -303,6 +342,30 @@ void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int vali
             std::memcpy(dst + f.DAt() + 4 * r, &rb[r].d, 4);
             std::memcpy(dst + f.DminAt() + 4 * r, &rb[r].dmin, 4);
         }
+        StoreSteps(qs, dst);
+    }
+}
+
+// Repacks `valid` rows (the rest of the tile zero weights) of `nb` 256-weight blocks into `dst`.
+void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
+    if (type == QuantType::kQ4_0) return RepackTileQ4_0(rows, row_bytes, valid, nb, dst);
+    if (type == QuantType::kQ6_K) return RepackTileQ6_K(rows, row_bytes, valid, nb, dst);
+    const TileFormat f = FormatOf(type);
+    const int64_t block_bytes = QuantBlockBytes(type);
+    alignas(32) uint8_t q[kTileRows][256] = {};   // rows past `valid` stay zero
+    const uint8_t* qs[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) qs[r] = q[r];
+    for (int64_t b = 0; b < nb; ++b, dst += f.BlockBytes()) {
+        for (int r = 0; r < valid; ++r) {
+            const uint8_t* blk = rows + r * row_bytes + b * block_bytes;
+            PrefetchAhead(blk, block_bytes);
+            if (type == QuantType::kQ4_K) {
+                UnpackQ45_K<false>(blk, q[r]);
+            } else {
+                UnpackQ45_K<true>(blk, q[r]);
+            }
+        }
+        PutKScales(rows + b * block_bytes, row_bytes, valid, f, dst);
         StoreSteps(qs, dst);
     }
 }
@@ -428,14 +491,15 @@ int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // Below 17 rows the few-row kernels are the alternative. Where the GEMM,
     // repacking included, measured at least 1.1x faster (2048 x 2048 and
     // 2048 x 8192, 2 threads, on the Xeon of docs/benchmarks.md) it takes
-    // over from these row counts: Q4_0 from 8 (AVX2 1.42x, AVX-512 1.19x),
-    // Q4_K from 12 (1.07-1.12x, 1.12x), Q5_K from 16 at AVX2 (1.14x; 0.99x at
-    // 12) and 12 with the 512-bit tile (1.11x); Q6_K, whose flush every 2
-    // steps and larger repack cost most, never (0.91x and 0.8x at 16).
+    // over from these row counts: Q4_0 from 4 at AVX2 (1.17x) and 6 at
+    // AVX-512 (1.12x; 0.92x at 4), Q4_K and Q5_K from 8 at both (1.12x and
+    // up; 0.96-1.08x at 6); Q6_K, whose flush every 2 steps and scalar
+    // header repack cost most, never (0.91x and 0.8x at 16).
+    const bool wide = PREPACK_ISA_LEVEL == 2;
     switch (type) {
-        case QuantType::kQ4_0: return 8;
-        case QuantType::kQ4_K: return 12;
-        case QuantType::kQ5_K: return PREPACK_ISA_LEVEL == 2 ? 12 : 16;
+        case QuantType::kQ4_0: return wide ? 6 : 4;
+        case QuantType::kQ4_K:
+        case QuantType::kQ5_K: return 8;
         default: return 17;
     }
 }
