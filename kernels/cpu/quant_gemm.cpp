@@ -27,6 +27,7 @@
 // signed weights do not fit vpmaddubsw's unsigned operand: it stays on the
 // decoded panels (gemm.cpp).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -488,6 +489,8 @@ int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // them to int16 for vpmaddwd was tried: 92-99 GMAC/s against sgemm's
     // ~105, and a slower prefill; docs/benchmarks.md.)
     if (type == QuantType::kQ8_0 || k <= 0 || k % 256 != 0) return 0;
+    // PutKScales gathers a tile's rows at int32 offsets.
+    if ((kTileRows - 1) * QuantRowBytes(type, k) > INT32_MAX) return 0;
     // Below 17 rows the few-row kernels are the alternative. Where the GEMM,
     // repacking included, measured at least 1.1x faster (2048 x 2048 and
     // 2048 x 8192, 2 threads, on the Xeon of docs/benchmarks.md) it takes
