@@ -25,16 +25,6 @@ namespace {
 
 using cpu::CpuLevel;
 
-// Every level up to the detected one (avx512-bf16 shares avx512's table but
-// has its own Q8_0 kernel, AVX-512 VNNI).
-std::vector<CpuLevel> LevelsHere() {
-    std::vector<CpuLevel> levels;
-    for (CpuLevel l : {CpuLevel::kBaseline, CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Bf16}) {
-        if (static_cast<int>(l) <= static_cast<int>(cpu::DetectedCpuLevel())) levels.push_back(l);
-    }
-    return levels;
-}
-
 struct Run {
     std::vector<int32_t> tokens;                // greedy continuation
     std::vector<std::vector<float>> logits;     // after the prompt, then after each token
@@ -76,7 +66,7 @@ Run Greedy(const Model& model, int n_prompt, int n_decode) {
 // compared, not the tokens nor the steps after.
 void ExpectEveryLevelAgrees(const Model& model, const char* what, double tolerance, double decode_tolerance = -1,
                             CpuLevel first = CpuLevel::kBaseline, bool prompt_only = false) {
-    std::vector<CpuLevel> levels = LevelsHere();
+    std::vector<CpuLevel> levels = testing::CpuLevelsHere();
     levels.erase(std::remove_if(levels.begin(), levels.end(), [&](CpuLevel l) { return l < first; }), levels.end());
     if (levels.size() < 2) {
         std::printf("%s: one level here from %s, nothing to compare\n", what, cpu::CpuLevelName(first));

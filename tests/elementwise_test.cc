@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/bf16.h"
+#include "kernels/cpu/cpu_level.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/simd.h"
+#include "tests/test_util.h"
 
 namespace prepack::cpu {
 namespace {
@@ -22,13 +24,20 @@ TEST(Elementwise, SwiGluMatchesFormulaEverywhere) {
         gu[i] = gates[i];
         gu[hidden + i] = 0.5f + 0.001f * static_cast<float>(i);
     }
-    SwiGlu(gu.data(), out.data(), 1, hidden);
-    for (int64_t i = 0; i < hidden; ++i) {
-        const double g = gates[i];
-        const double want = g / (1.0 + std::exp(-g)) * gu[hidden + i];
-        ASSERT_TRUE(std::isfinite(out[i])) << "g " << g;
-        ASSERT_NEAR(out[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "g " << g;
+    // Every level: eight at a time from AVX2 up (and in SSE pairs at the
+    // baseline), the scalar tail too (hidden is not a multiple of 8).
+    ASSERT_NE(hidden % 8, 0);
+    for (CpuLevel level : testing::CpuLevelsHere()) {
+        ASSERT_TRUE(ForceCpuLevel(level));
+        SwiGlu(gu.data(), out.data(), 1, hidden);
+        for (int64_t i = 0; i < hidden; ++i) {
+            const double g = gates[i];
+            const double want = g / (1.0 + std::exp(-g)) * gu[hidden + i];
+            ASSERT_TRUE(std::isfinite(out[i])) << "g " << g << " at " << CpuLevelName(level);
+            ASSERT_NEAR(out[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "g " << g << " at " << CpuLevelName(level);
+        }
     }
+    ForceCpuLevel(DetectedCpuLevel());
 }
 
 TEST(Elementwise, ExpNonPositiveIsAccurateAndUnderflowsToZero) {

@@ -27,6 +27,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/quant_acts.h"
 #include "kernels/cpu/quant_blocks.h"
+#include "tests/test_util.h"
 #include "tests/gguf_builder.h"
 
 namespace prepack {
@@ -207,16 +208,6 @@ Product Reference(const cpu::Matrix& w, const std::vector<float>& x, int64_t m, 
     return p;
 }
 
-// Every level: avx512-bf16 has its own Q8_0 kernel (AVX-512 VNNI).
-std::vector<cpu::CpuLevel> LevelsHere() {
-    std::vector<cpu::CpuLevel> levels;
-    for (cpu::CpuLevel l : {cpu::CpuLevel::kBaseline, cpu::CpuLevel::kAvx2, cpu::CpuLevel::kAvx512,
-                            cpu::CpuLevel::kAvx512Bf16}) {
-        if (static_cast<int>(l) <= static_cast<int>(cpu::DetectedCpuLevel())) levels.push_back(l);
-    }
-    return levels;
-}
-
 class QuantLinearTest : public ::testing::TestWithParam<QuantType> {
 protected:
     void SetUp() override { bf16_path_ = cpu::Bf16GemmPath(); }
@@ -247,7 +238,7 @@ TEST_P(QuantLinearTest, EveryLevelEqualsDecodedWeightsWithinActivationRounding) 
         x[3] = 40.0f;   // an outlier: its block's scale is coarse, and the bound says so
         const Product want = Reference(w, x, m, n, k, small_blocks ? 32 : 256);
         std::vector<float> base;
-        for (cpu::CpuLevel level : LevelsHere()) {
+        for (cpu::CpuLevel level : testing::CpuLevelsHere()) {
             ASSERT_TRUE(cpu::ForceCpuLevel(level));
             // The int8 GEMM takes batched decode from a few rows on (quant_gemm.cpp); off, the
             // few-row kernels take every m here.
@@ -298,7 +289,7 @@ TEST_P(QuantLinearTest, EveryLevelManyRowsWithinTheirArithmeticsBound) {
             for (float& v : x) v = normal(rng);
             x[3] = 40.0f;
             const Product want = Reference(w, x, m, n, k, small_blocks ? 32 : 256);
-            for (cpu::CpuLevel level : LevelsHere()) {
+            for (cpu::CpuLevel level : testing::CpuLevelsHere()) {
                 ASSERT_TRUE(cpu::ForceCpuLevel(level));
                 ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));
                 for (bool int8 : {true, false}) {
@@ -336,7 +327,7 @@ TEST_P(QuantLinearTest, EveryLevelDecodesRowsAsTheReference) {
     const std::vector<uint8_t> data = RandomRows(type, 3, k, rng);
     std::vector<float> want(3 * k), got(3 * k);
     cpu::DequantizeQuantRow(type, data.data(), want.data(), 3 * k);
-    for (cpu::CpuLevel level : LevelsHere()) {
+    for (cpu::CpuLevel level : testing::CpuLevelsHere()) {
         ASSERT_TRUE(cpu::ForceCpuLevel(level));
         std::fill(got.begin(), got.end(), -1.0f);
         cpu::ActiveKernels().decode_quant_row(type, data.data(), got.data(), 3 * k);
@@ -406,7 +397,7 @@ TEST(QuantActs, EveryLevelQuantizesAsTheRuleSays) {
         x[3] = 0.5f;
         std::fill(x.begin() + k, x.begin() + k + 256, 0.0f);   // row 1's first block all zero: d = 0
         const std::vector<uint8_t> want = ReferenceActs(type, x, m, k);
-        for (cpu::CpuLevel level : LevelsHere()) {
+        for (cpu::CpuLevel level : testing::CpuLevelsHere()) {
             ASSERT_TRUE(cpu::ForceCpuLevel(level));
             std::vector<uint8_t> got(want.size(), 0);
             cpu::ActiveKernels().quantize_act_rows(type, x.data(), m, k, got.data());

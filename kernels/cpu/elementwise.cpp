@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/simd.h"
 
+#include "kernels/cpu/vec8.h"            // per level, like what follows
 #include "kernels/cpu/level_kernels.h"   // last: opens the per-level region
 
 PREPACK_ISA_BEGIN
@@ -91,8 +92,16 @@ void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
         float* o = out + r * hidden;
         // silu(g) = g sigmoid(g), with sigmoid from t = e^-|g| <= 1 so no
         // exponential can overflow: 1/(1+t) for g >= 0, t/(1+t) below.
-#pragma omp simd
-        for (int64_t i = 0; i < hidden; ++i) {
+        // Eight at a time through ExpNonPositive8 (the scalar loop did not vectorise).
+        int64_t i = 0;
+        for (; i + 8 <= hidden; i += 8) {
+            const Vec8 gv = Load8(g + i);
+            const auto positive = gv >= Splat8(0.0f);
+            const Vec8 t = ExpNonPositive8(positive ? -gv : gv);
+            const Vec8 sigmoid = (positive ? Splat8(1.0f) : t) / (1.0f + t);
+            Store8(o + i, gv * sigmoid * Load8(u + i));
+        }
+        for (; i < hidden; ++i) {
             const float t = ExpNonPositive(-std::fabs(g[i]));
             const float sigmoid = (g[i] >= 0.0f ? 1.0f : t) / (1.0f + t);
             o[i] = g[i] * sigmoid * u[i];

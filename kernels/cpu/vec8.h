@@ -43,6 +43,26 @@ inline Vec8 LoadBf16x8(const uint16_t* p) {
 inline Vec8  LoadAsF32x8(const float* p) { return Load8(p); }
 inline Vec8  LoadAsF32x8(const uint16_t* bf16) { return LoadBf16x8(bf16); }
 
+// ExpNonPositive (simd.h) of 8 values at once: the same range reduction and
+// polynomial, written so that it vectorises (the scalar function's floor,
+// clamp and select left GCC's loops over it scalar: "control flow in loop").
+// Below -87 the result is 0, as there; -inf (a masked key) gives 0.
+inline Vec8 ExpNonPositive8(Vec8 x) {
+    using I32x8 = int32_t __attribute__((vector_size(32)));
+    const I32x8 underflow = x < Splat8(-87.0f);
+    const Vec8 xc = underflow ? Splat8(-87.0f) : x;   // keeps k and the int conversion in range
+    const Vec8 y = xc * 1.44269504f + 0.5f;
+    const Vec8 t = __builtin_convertvector(__builtin_convertvector(y, I32x8), Vec8);   // y truncated
+    const Vec8 k = t + __builtin_convertvector(t > y, Vec8);   // floor(y): one less where truncation rounded up
+    const Vec8 r = (xc - k * 0.693145752f) - k * 1.42860677e-6f;
+    const Vec8 p =
+        1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
+    const I32x8 e = (__builtin_convertvector(k, I32x8) + 127) << 23;
+    Vec8 scale;
+    __builtin_memcpy(&scale, &e, sizeof(scale));
+    return underflow ? Splat8(0.0f) : p * scale;
+}
+
 inline float Sum8(Vec8 v) {
     return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
