@@ -128,7 +128,8 @@ constexpr int kVecBytes = sizeof(TileI);    // bytes of one step, scale or d vec
 constexpr int kTileRows = kVecBytes / 4;    // weight rows of a tile
 // Activation rows sharing each weight vector: their int16 and int32 sums and
 // float totals take 12 of AVX2's 16 vector registers. (At the AVX-512 level,
-// with 32, 6 and 8 rows measured 119 GMAC/s against 4 rows' 190 on Q4_K.)
+// with 32, 6 and 8 rows on the 256-bit tile measured 119 GMAC/s against 4
+// rows' 190 on Q4_K; not measured again with the 512-bit tile.)
 constexpr int kActRows = 4;
 constexpr int kSteps = 64;     // 4-weight steps of a 256-weight block
 // Bytes of repacked weights a thread keeps per panel: half of a Zen 3's 512
@@ -322,7 +323,8 @@ void RepackTileQ4_0(const uint8_t* rows, int64_t row_bytes, int valid, int64_t n
     }
 }
 
-// Repacks `valid` rows (the rest of the tile zero) of `nb` 256-weight blocks into `dst`.
+// Q6_K keeps a per-row header decode: its GEMM serves prefill only (slower
+// than the few-row kernels at 16 rows), where many rows amortise the repack.
 void RepackTileQ6_K(const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
     const TileFormat f = FormatOf(QuantType::kQ6_K);
     RowBlock rb[kTileRows] = {};   // rows past `valid` keep zero weights
