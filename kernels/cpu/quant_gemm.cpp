@@ -81,6 +81,7 @@ inline TileI TAnd(TileI a, TileI b) { return _mm512_and_si512(a, b); }
 inline TileI TOr(TileI a, TileI b) { return _mm512_or_si512(a, b); }
 inline TileI TSrli32(TileI v, unsigned n) { return _mm512_srli_epi32(v, n); }
 inline TileI TSlli32(TileI v, unsigned n) { return _mm512_slli_epi32(v, n); }
+inline TileI TSrai32(TileI v, unsigned n) { return _mm512_srai_epi32(v, n); }
 // Lane r: the 4 bytes at base + offset[r].
 inline TileI TGather(const uint8_t* base, TileI offset) { return _mm512_i32gather_epi32(offset, base, 1); }
 // Lane r: the fp16 value in the low 16 bits of lane r of v, as a float.
@@ -114,6 +115,7 @@ inline TileI TAnd(TileI a, TileI b) { return _mm256_and_si256(a, b); }
 inline TileI TOr(TileI a, TileI b) { return _mm256_or_si256(a, b); }
 inline TileI TSrli32(TileI v, unsigned n) { return _mm256_srli_epi32(v, static_cast<int>(n)); }
 inline TileI TSlli32(TileI v, unsigned n) { return _mm256_slli_epi32(v, static_cast<int>(n)); }
+inline TileI TSrai32(TileI v, unsigned n) { return _mm256_srai_epi32(v, static_cast<int>(n)); }
 inline TileI TGather(const uint8_t* base, TileI offset) {
     return _mm256_i32gather_epi32(reinterpret_cast<const int*>(base), offset, 1);
 }
@@ -173,22 +175,7 @@ constexpr int64_t TileBlockBytes(QuantType type) {
     return type == QuantType::kQ4_0 ? kQ4_0BlockBytes : FormatOf(type).BlockBytes();
 }
 
-inline void PutPair(uint8_t* at, int16_t lo, int16_t hi) {
-    const int16_t pair[2] = {lo, hi};
-    std::memcpy(at, pair, sizeof(pair));
-}
-
 inline void Store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
-
-// A Q6_K row's 256 weights of one block as unsigned bytes in weight order
-// (the "- 32" is applied through `mins`), with its scale-group scales, min
-// multipliers and d (dmin = d).
-struct RowBlock {
-    alignas(32) uint8_t q[256];
-    int16_t scale[16];
-    int16_t min_pair[8][2];
-    float d, dmin;
-};
 
 // A Q4_K/Q5_K row's 256 weights of one block as unsigned bytes in weight
 // order (its scales, mins, d and dmin are PutKScales's).
@@ -209,16 +196,22 @@ void UnpackQ45_K(const uint8_t* blk, uint8_t q[256]) {
     }
 }
 
+// The gather offsets of a tile's rows for PutKScales and PutQ6_KScales:
+// row r's at r * row_bytes; lanes past `valid` read row 0 (their products
+// are never written out).
+TileI RowOffsets(int64_t row_bytes, int valid) {
+    alignas(64) int32_t offsets[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) offsets[r] = static_cast<int32_t>((r < valid ? r : 0) * row_bytes);
+    return TLoad(offsets);
+}
+
 // The scales, min multipliers, d and dmin of one block of a tile's Q4_K or
 // Q5_K rows (`blocks` is row 0's block, the others row_bytes apart), worked
 // out with the rows in lanes, which is the tile's layout: gathers of each 4
 // header bytes and the bit steps of KQuantScalesMins, instead of a scalar
-// decode and 18 scattered stores per row. Lanes past `valid` read row 0:
-// those lanes' products are never written out.
+// decode and 18 scattered stores per row.
 void PutKScales(const uint8_t* blocks, int64_t row_bytes, int valid, const TileFormat& f, uint8_t* dst) {
-    alignas(64) int32_t offsets[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) offsets[r] = static_cast<int32_t>((r < valid ? r : 0) * row_bytes);
-    const TileI at = TLoad(offsets);
+    const TileI at = RowOffsets(row_bytes, valid);
     const TileI u0 = TGather(blocks + 4, at), u1 = TGather(blocks + 8, at), u2 = TGather(blocks + 12, at);
     const TileI low6 = TSet1(0x3f3f3f3f), low4 = TSet1(0x0f0f0f0f), low2 = TSet1(0x03030303);
     // Bytes 0-3 then 4-7 of each row's 8 scales and 8 mins.
@@ -235,7 +228,9 @@ void PutKScales(const uint8_t* blocks, int64_t row_bytes, int valid, const TileF
     TStoreF(reinterpret_cast<float*>(dst + f.DminAt()), THalvesToFloat(TSrli32(dd, 16)));
 }
 
-void UnpackQ6_K(const uint8_t* blk, RowBlock* out) {
+// A Q6_K row's 256 weights of one block as unsigned bytes in weight order
+// (the "- 32" is applied through the tile's mins: PutQ6_KScales).
+void UnpackQ6_K(const uint8_t* blk, uint8_t q[256]) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
     for (int half = 0; half < 2; ++half) {
         const uint8_t* ql = blk + 64 * half;
@@ -248,16 +243,31 @@ void UnpackQ6_K(const uint8_t* blk, RowBlock* out) {
                                 _mm256_and_si256(_mm256_srli_epi16(low1, 4), m4)};
         for (int t = 0; t < 4; ++t) {
             const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4);
-            Store32(out->q + 128 * half + 32 * t, _mm256_or_si256(nib[t], high));
+            Store32(q + 128 * half + 32 * t, _mm256_or_si256(nib[t], high));
         }
     }
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-    for (int g = 0; g < 16; ++g) out->scale[g] = sc[g];
-    for (int p = 0; p < 8; ++p) {
-        out->min_pair[p][0] = static_cast<int16_t>(32 * sc[2 * p]);
-        out->min_pair[p][1] = static_cast<int16_t>(32 * sc[2 * p + 1]);
+}
+
+// PutKScales for Q6_K: its 16 signed 8-bit scales as int16 pairs, the mins
+// vectors as 32 * the scales of groups 2p and 2p + 1 (its "- 32"), d (and
+// dmin = d) from the fp16 at byte 208, read as the high half of bytes
+// 206-209 so no gather reads past the 210-byte block.
+void PutQ6_KScales(const uint8_t* blocks, int64_t row_bytes, int valid, const TileFormat& f, uint8_t* dst) {
+    const TileI at = RowOffsets(row_bytes, valid);
+    TileI sc[4];
+    for (int i = 0; i < 4; ++i) sc[i] = TGather(blocks + 192 + 4 * i, at);
+    const TileI low16 = TSet1(0xFFFF);
+    auto scale = [&](int g) { return TSrai32(TSlli32(sc[g / 4], 24 - 8 * (g % 4)), 24); };   // sign-extended
+    for (int g = 0; g < 16; ++g) {
+        const TileI s = scale(g);
+        TStore(dst + f.ScalesAt() + kVecBytes * g, TOr(TAnd(s, low16), TSlli32(s, 16)));
     }
-    out->d = out->dmin = LoadHalf(blk + 208);
+    for (int p = 0; p < 8; ++p) {
+        TStore(dst + f.MinsAt() + kVecBytes * p, TOr(TAnd(TSlli32(scale(2 * p), 5), low16), TSlli32(scale(2 * p + 1), 21)));
+    }
+    const TileF d = THalvesToFloat(TSrli32(TGather(blocks + 206, at), 16));
+    TStoreF(reinterpret_cast<float*>(dst + f.DAt()), d);
+    TStoreF(reinterpret_cast<float*>(dst + f.DminAt()), d);
 }
 
 // Eight Q4_0 blocks of a row (256 weights) as unsigned nibbles in weight
@@ -323,36 +333,9 @@ void RepackTileQ4_0(const uint8_t* rows, int64_t row_bytes, int valid, int64_t n
     }
 }
 
-// Q6_K keeps a per-row header decode: its GEMM serves prefill only (slower
-// than the few-row kernels at 16 rows), where many rows amortise the repack.
-void RepackTileQ6_K(const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
-    const TileFormat f = FormatOf(QuantType::kQ6_K);
-    RowBlock rb[kTileRows] = {};   // rows past `valid` keep zero weights
-    const uint8_t* qs[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) qs[r] = rb[r].q;
-    for (int64_t b = 0; b < nb; ++b, dst += f.BlockBytes()) {
-        if (valid < kTileRows) std::memset(dst + f.ScalesAt(), 0, static_cast<size_t>(f.BlockBytes() - f.ScalesAt()));
-        for (int r = 0; r < valid; ++r) {
-            const uint8_t* blk = rows + r * row_bytes + b * 210;
-            PrefetchAhead(blk, 210);
-            UnpackQ6_K(blk, &rb[r]);
-            for (int64_t g = 0; g < f.ScaleGroups(); ++g) {
-                PutPair(dst + f.ScalesAt() + kVecBytes * g + 4 * r, rb[r].scale[g], rb[r].scale[g]);
-            }
-            for (int p = 0; p < 8; ++p) {
-                PutPair(dst + f.MinsAt() + kVecBytes * p + 4 * r, rb[r].min_pair[p][0], rb[r].min_pair[p][1]);
-            }
-            std::memcpy(dst + f.DAt() + 4 * r, &rb[r].d, 4);
-            std::memcpy(dst + f.DminAt() + 4 * r, &rb[r].dmin, 4);
-        }
-        StoreSteps(qs, dst);
-    }
-}
-
 // Repacks `valid` rows (the rest of the tile zero weights) of `nb` 256-weight blocks into `dst`.
 void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
     if (type == QuantType::kQ4_0) return RepackTileQ4_0(rows, row_bytes, valid, nb, dst);
-    if (type == QuantType::kQ6_K) return RepackTileQ6_K(rows, row_bytes, valid, nb, dst);
     const TileFormat f = FormatOf(type);
     const int64_t block_bytes = QuantBlockBytes(type);
     alignas(32) uint8_t q[kTileRows][256] = {};   // rows past `valid` stay zero
@@ -362,13 +345,17 @@ void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int vali
         for (int r = 0; r < valid; ++r) {
             const uint8_t* blk = rows + r * row_bytes + b * block_bytes;
             PrefetchAhead(blk, block_bytes);
-            if (type == QuantType::kQ4_K) {
-                UnpackQ45_K<false>(blk, q[r]);
-            } else {
-                UnpackQ45_K<true>(blk, q[r]);
+            switch (type) {
+                case QuantType::kQ4_K: UnpackQ45_K<false>(blk, q[r]); break;
+                case QuantType::kQ5_K: UnpackQ45_K<true>(blk, q[r]); break;
+                default: UnpackQ6_K(blk, q[r]); break;
             }
         }
-        PutKScales(rows + b * block_bytes, row_bytes, valid, f, dst);
+        if (type == QuantType::kQ6_K) {
+            PutQ6_KScales(rows + b * block_bytes, row_bytes, valid, f, dst);
+        } else {
+            PutKScales(rows + b * block_bytes, row_bytes, valid, f, dst);
+        }
         StoreSteps(qs, dst);
     }
 }
@@ -498,14 +485,14 @@ int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // 2048 x 8192, 2 threads, on the Xeon of docs/benchmarks.md) it takes
     // over from these row counts: Q4_0 from 4 at AVX2 (1.17x) and 6 at
     // AVX-512 (1.12x; 0.92x at 4), Q4_K and Q5_K from 8 at both (1.12x and
-    // up; 0.96-1.08x at 6); Q6_K, whose flush every 2 steps and scalar
-    // header repack cost most, never (0.91x and 0.8x at 16).
+    // up; 0.96-1.08x at 6); Q6_K, whose flush every 2 steps costs most, from
+    // 12 at AVX-512 (1.11x; 0.91x at 8) and never at AVX2 (1.03-1.14x at 16).
     const bool wide = PREPACK_ISA_LEVEL == 2;
     switch (type) {
         case QuantType::kQ4_0: return wide ? 6 : 4;
         case QuantType::kQ4_K:
         case QuantType::kQ5_K: return 8;
-        default: return 17;
+        default: return wide ? 12 : 17;   // Q6_K
     }
 }
 
