@@ -116,8 +116,18 @@ inline TileI TOr(TileI a, TileI b) { return _mm256_or_si256(a, b); }
 inline TileI TSrli32(TileI v, unsigned n) { return _mm256_srli_epi32(v, static_cast<int>(n)); }
 inline TileI TSlli32(TileI v, unsigned n) { return _mm256_slli_epi32(v, static_cast<int>(n)); }
 inline TileI TSrai32(TileI v, unsigned n) { return _mm256_srai_epi32(v, static_cast<int>(n)); }
+// Eight loads rather than vpgatherdd: under QEMU 7.2 (Debian 12's
+// qemu-user, how the AVX2 kernels are checked on AVX-512 machines) this
+// file's vpgatherdd gave wrong Q4_K/Q5_K headers once the compiler allocated
+// registers differently (quant_test failed under -cpu Haswell; it passed
+// natively and with these loads), and the loads measured as fast (bench
+// kernels, Xeon, AVX2 level: GEMM within noise at 8, 16 and 512 rows).
 inline TileI TGather(const uint8_t* base, TileI offset) {
-    return _mm256_i32gather_epi32(reinterpret_cast<const int*>(base), offset, 1);
+    alignas(32) int32_t at[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at), offset);
+    int32_t v[8];
+    for (int i = 0; i < 8; ++i) std::memcpy(&v[i], base + at[i], 4);
+    return _mm256_setr_epi32(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
 }
 inline TileF THalvesToFloat(TileI v) {   // the 8 low halves packed into 128 bits (each < 2^16: no saturation)
     const __m256i low = _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF));
@@ -196,7 +206,7 @@ void UnpackQ45_K(const uint8_t* blk, uint8_t q[256]) {
     }
 }
 
-// The gather offsets of a tile's rows for PutKScales and PutQ6_KScales:
+// The gather offsets of a tile's rows for the Put*Scales below:
 // row r's at r * row_bytes; lanes past `valid` read row 0 (their products
 // are never written out).
 TileI RowOffsets(int64_t row_bytes, int valid) {
@@ -271,30 +281,27 @@ void PutQ6_KScales(const uint8_t* blocks, int64_t row_bytes, int valid, const Ti
 }
 
 // Eight Q4_0 blocks of a row (256 weights) as unsigned nibbles in weight
-// order, and their eight d.
-void UnpackQ4_0(const uint8_t* blk, uint8_t q[256], float d[8]) {
+// order (their d are PutQ4_0Scales's).
+void UnpackQ4_0(const uint8_t* blk, uint8_t q[256]) {
     const __m128i m4 = _mm_set1_epi8(0x0F);
     for (int j = 0; j < 8; ++j, blk += 18) {   // byte l: weight l low, weight l + 16 high
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * j), _mm_and_si128(v, m4));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * j + 16), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
-        d[j] = LoadHalf(blk);
     }
 }
 
-// Writes the 64 step vectors of a block from its rows' weights in weight
-// order (q[r], 256 bytes each): step t holds dword t of each row, row r in
-// lane r. That is a kTileRows x 64 transpose of dwords, done 8 x 8 at a time
-// in registers. It replaced a 4-byte copy per row and step, which the
-// batched decode's few rows per repack could not amortise: 12-16-row
-// products ran 6-14% faster with the transpose (bench kernels --rows 12,16).
-void StoreSteps8(const uint8_t* const q[8], uint8_t* dst);
-
-void StoreSteps(const uint8_t* const q[kTileRows], uint8_t* dst) {
-    for (int h = 0; h < kTileRows / 8; ++h) StoreSteps8(q + 8 * h, dst + 32 * h);
+// The d of a tile's eight Q4_0 blocks of 32 (`blocks` is row 0's first, the
+// other rows row_bytes apart), gathered with the rows in lanes as
+// PutKScales does: each d is the low half of the 4 bytes at its block.
+void PutQ4_0Scales(const uint8_t* blocks, int64_t row_bytes, int valid, uint8_t* dst) {
+    const TileI at = RowOffsets(row_bytes, valid);
+    for (int j = 0; j < 8; ++j) {
+        TStoreF(reinterpret_cast<float*>(dst + kVecBytes * (kSteps + j)), THalvesToFloat(TGather(blocks + 18 * j, at)));
+    }
 }
 
-// Rows 8h..8h+7 of StoreSteps: 32 bytes of each step vector.
+// Rows 8h..8h+7 of StoreSteps (below): 32 bytes of each step vector.
 void StoreSteps8(const uint8_t* const q[8], uint8_t* dst) {
     for (int c = 0; c < kSteps; c += 8, dst += kVecBytes * 8) {
         __m256i r[8], t[8], u[8];
@@ -316,45 +323,38 @@ void StoreSteps8(const uint8_t* const q[8], uint8_t* dst) {
     }
 }
 
-void RepackTileQ4_0(const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
-    alignas(32) uint8_t q[kTileRows][256] = {};   // rows past `valid` stay zero
-    const uint8_t* qs[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) qs[r] = q[r];
-    float d[8];
-    for (int64_t b = 0; b < nb; ++b, dst += kQ4_0BlockBytes) {
-        if (valid < kTileRows) std::memset(dst + kVecBytes * kSteps, 0, kVecBytes * 8);
-        for (int r = 0; r < valid; ++r) {
-            const uint8_t* blk = rows + r * row_bytes + b * 8 * 18;
-            PrefetchAhead(blk, 8 * 18);
-            UnpackQ4_0(blk, q[r], d);
-            for (int j = 0; j < 8; ++j) std::memcpy(dst + kVecBytes * (kSteps + j) + 4 * r, &d[j], 4);
-        }
-        StoreSteps(qs, dst);
-    }
+// Writes the 64 step vectors of a block from its rows' weights in weight
+// order (q[r], 256 bytes each): step t holds dword t of each row, row r in
+// lane r. That is a kTileRows x 64 transpose of dwords, done 8 x 8 at a time
+// in registers. It replaced a 4-byte copy per row and step, which the
+// batched decode's few rows per repack could not amortise: 12-16-row
+// products ran 6-14% faster with the transpose (bench kernels --rows 12,16).
+void StoreSteps(const uint8_t* const q[kTileRows], uint8_t* dst) {
+    for (int h = 0; h < kTileRows / 8; ++h) StoreSteps8(q + 8 * h, dst + 32 * h);
 }
 
 // Repacks `valid` rows (the rest of the tile zero weights) of `nb` 256-weight blocks into `dst`.
 void RepackTile(QuantType type, const uint8_t* rows, int64_t row_bytes, int valid, int64_t nb, uint8_t* dst) {
-    if (type == QuantType::kQ4_0) return RepackTileQ4_0(rows, row_bytes, valid, nb, dst);
-    const TileFormat f = FormatOf(type);
-    const int64_t block_bytes = QuantBlockBytes(type);
+    const int64_t block_bytes = QuantRowBytes(type, 256);   // of 256 weights: 8 blocks of Q4_0, 1 of a K-quant
     alignas(32) uint8_t q[kTileRows][256] = {};   // rows past `valid` stay zero
     const uint8_t* qs[kTileRows];
     for (int r = 0; r < kTileRows; ++r) qs[r] = q[r];
-    for (int64_t b = 0; b < nb; ++b, dst += f.BlockBytes()) {
+    for (int64_t b = 0; b < nb; ++b, dst += TileBlockBytes(type)) {
         for (int r = 0; r < valid; ++r) {
             const uint8_t* blk = rows + r * row_bytes + b * block_bytes;
             PrefetchAhead(blk, block_bytes);
             switch (type) {
+                case QuantType::kQ4_0: UnpackQ4_0(blk, q[r]); break;
                 case QuantType::kQ4_K: UnpackQ45_K<false>(blk, q[r]); break;
                 case QuantType::kQ5_K: UnpackQ45_K<true>(blk, q[r]); break;
                 default: UnpackQ6_K(blk, q[r]); break;
             }
         }
-        if (type == QuantType::kQ6_K) {
-            PutQ6_KScales(rows + b * block_bytes, row_bytes, valid, f, dst);
-        } else {
-            PutKScales(rows + b * block_bytes, row_bytes, valid, f, dst);
+        const uint8_t* blocks = rows + b * block_bytes;
+        switch (type) {
+            case QuantType::kQ4_0: PutQ4_0Scales(blocks, row_bytes, valid, dst); break;
+            case QuantType::kQ6_K: PutQ6_KScales(blocks, row_bytes, valid, FormatOf(type), dst); break;
+            default: PutKScales(blocks, row_bytes, valid, FormatOf(type), dst); break;
         }
         StoreSteps(qs, dst);
     }
@@ -478,7 +478,7 @@ int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // them to int16 for vpmaddwd was tried: 92-99 GMAC/s against sgemm's
     // ~105, and a slower prefill; docs/benchmarks.md.)
     if (type == QuantType::kQ8_0 || k <= 0 || k % 256 != 0) return 0;
-    // PutKScales gathers a tile's rows at int32 offsets.
+    // The repack gathers a tile's headers at int32 offsets (RowOffsets).
     if ((kTileRows - 1) * QuantRowBytes(type, k) > INT32_MAX) return 0;
     // Below 17 rows the few-row kernels are the alternative. Where the GEMM,
     // repacking included, measured at least 1.1x faster (2048 x 2048 and
