@@ -43,7 +43,8 @@ struct BenchKernelsOptions {
 };
 
 std::optional<cpu::QuantType> ParseType(std::string_view name) {
-    for (cpu::QuantType t : {cpu::QuantType::kQ4_0, cpu::QuantType::kQ8_0, cpu::QuantType::kQ4_K,
+    for (cpu::QuantType t : {cpu::QuantType::kQ4_0, cpu::QuantType::kQ4_1, cpu::QuantType::kQ5_0,
+                             cpu::QuantType::kQ5_1, cpu::QuantType::kQ8_0, cpu::QuantType::kQ4_K,
                              cpu::QuantType::kQ5_K, cpu::QuantType::kQ6_K}) {
         std::string lower = cpu::QuantTypeName(t);
         std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -68,7 +69,10 @@ std::vector<uint8_t> RandomBlocks(cpu::QuantType type, int64_t bytes, uint64_t s
         uint8_t* p = w.data() + b;
         switch (type) {
             case cpu::QuantType::kQ4_0:
+            case cpu::QuantType::kQ5_0:
             case cpu::QuantType::kQ8_0: std::memcpy(p, &scale, 2); break;
+            case cpu::QuantType::kQ4_1:
+            case cpu::QuantType::kQ5_1:   // d, then m
             case cpu::QuantType::kQ4_K:
             case cpu::QuantType::kQ5_K:
                 std::memcpy(p, &scale, 2);
@@ -111,7 +115,7 @@ absl::StatusOr<Plan> ParsePlan(const BenchKernelsOptions& o) {
         const auto t = ParseType(std::string_view(name.data(), name.size()));
         if (!t) {
             return absl::InvalidArgumentError(
-                absl::StrCat("--types: unknown block type '", name, "' (q4_0, q8_0, q4_k, q5_k, q6_k)"));
+                absl::StrCat("--types: unknown block type '", name, "' (q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k)"));
         }
         plan.types.push_back(*t);
     }
@@ -241,7 +245,7 @@ int Run(const BenchKernelsOptions& o) {
 void AddBenchKernels(CLI::App& bench, int* exit_code) {
     auto* o = new BenchKernelsOptions();
     CLI::App* cmd = bench.add_subcommand("kernels", "Quantized linear kernels per block type and CPU level (GB/s, GMAC/s)");
-    cmd->add_option("--types", o->types, "comma-separated block types: q4_0, q8_0, q4_k, q5_k, q6_k");
+    cmd->add_option("--types", o->types, "comma-separated block types: q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k");
     cmd->add_option("--rows", o->rows,
                     "comma-separated activation rows per call (1 = batch-1 decode; above 16 only the int8 GEMM)");
     cmd->add_option("--levels", o->levels,

@@ -37,7 +37,8 @@ import llama_cpp
 import llama_cpp.llama_cpp as L
 
 FTYPES = {"q8_0": L.LLAMA_FTYPE_MOSTLY_Q8_0, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M, "q6_k": L.LLAMA_FTYPE_MOSTLY_Q6_K,
-          "q5_k_m": L.LLAMA_FTYPE_MOSTLY_Q5_K_M, "q4_0": L.LLAMA_FTYPE_MOSTLY_Q4_0}
+          "q5_k_m": L.LLAMA_FTYPE_MOSTLY_Q5_K_M, "q4_0": L.LLAMA_FTYPE_MOSTLY_Q4_0,
+          "q4_1": L.LLAMA_FTYPE_MOSTLY_Q4_1, "q5_0": L.LLAMA_FTYPE_MOSTLY_Q5_0, "q5_1": L.LLAMA_FTYPE_MOSTLY_Q5_1}
 
 # ---- llama.cpp's log: silenced, but the tail is kept to explain a failure --------
 _log_tail = deque(maxlen=20)

@@ -424,9 +424,9 @@ std::vector<HostileCase> HostileCases() {
          [] { return Base().AddTensor("big", {uint64_t{1} << 31, uint64_t{1} << 31}, GgmlType::kF32, {})
                   .Build(); },
          kInvalid, {"'big'", "overflows"}},
-        {"UnreadableTensorTypeQ4_1",
-         [] { return Base().AddTensorRaw("q4", {32}, 3, std::vector<uint8_t>(20)).Build(); },
-         kInvalid, {"'q4' (type 3, Q4_1)", "cannot read"}},
+        {"UnreadableTensorTypeIQ4_NL",
+         [] { return Base().AddTensorRaw("q4", {32}, 20, std::vector<uint8_t>(18)).Build(); },
+         kInvalid, {"'q4' (type 20, IQ4_NL)", "cannot read"}},
         {"UnknownTensorType1000",
          [] { return Base().OverrideTensorType("w", 1000).Build(); },
          kInvalid, {"'w' (type 1000, unknown)"}},
@@ -661,8 +661,11 @@ TEST(GgmlTypes, BytesAndNames) {
     EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ5_K, 256), 176u);
     EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ6_K, 256), 210u);
     EXPECT_TRUE(IsError(GgmlTypeBytes(GgmlType::kQ6_K, 128).status(), kInvalid, {"Q6_K", "128"}));
-    EXPECT_TRUE(IsError(GgmlTypeBytes(static_cast<GgmlType>(3), 32).status(), kInvalid,
-                        {"unsupported tensor type 3"}));
+    EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ4_1, 64), 40u);
+    EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ5_0, 64), 44u);
+    EXPECT_EQ(*GgmlTypeBytes(GgmlType::kQ5_1, 64), 48u);
+    EXPECT_TRUE(IsError(GgmlTypeBytes(static_cast<GgmlType>(20), 32).status(), kInvalid,
+                        {"unsupported tensor type 20"}));
     EXPECT_STREQ(GgmlTypeName(GgmlType::kF32), "F32");
     EXPECT_STREQ(GgmlTypeName(GgmlType::kF16), "F16");
     EXPECT_STREQ(GgmlTypeName(GgmlType::kQ8_0), "Q8_0");

@@ -82,6 +82,32 @@ TEST(QuantBlocks, Q8_0DecodesToDTimesQ) {
     for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], 0.25f * (4 * j - 64)) << j;
 }
 
+// Q4_1, Q5_0, Q5_1 (the K-quant files' fallback types): a fp16 d, then
+// (Q4_1, Q5_1) a fp16 m, then (Q5_0, Q5_1) 4 bytes whose little-endian bit j
+// is weight j's fifth bit, then Q4_0's 16 bytes of nibbles (weight j low,
+// j + 16 high); y = d * q + m, or d * (q - 16) for Q5_0.
+void CheckLegacyBlock(QuantType type, bool five_bits, bool has_min) {
+    std::vector<uint8_t> b(cpu::QuantBlockBytes(type), 0);
+    PutHalf(b.data(), 0.5f);
+    if (has_min) PutHalf(b.data() + 2, -1.25f);
+    uint8_t* qh = b.data() + (has_min ? 4 : 2);
+    uint8_t* qs = qh + (five_bits ? 4 : 0);
+    // Fifth bits in all four qh bytes, so their order matters.
+    auto q_of = [&](int j) { return ((5 * j + 3) & 15) | (five_bits && (j % 3 == 0 || j == 31) ? 16 : 0); };
+    for (int j = 0; j < 32; ++j) {
+        qs[j % 16] |= static_cast<uint8_t>((q_of(j) & 15) << (j < 16 ? 0 : 4));
+        if (q_of(j) & 16) qh[j / 8] |= static_cast<uint8_t>(1 << (j % 8));
+    }
+    const std::vector<float> y = Decode(type, b);
+    for (int j = 0; j < 32; ++j) {
+        EXPECT_EQ(y[j], has_min ? 0.5f * q_of(j) - 1.25f : 0.5f * (q_of(j) - 16)) << cpu::QuantTypeName(type) << " " << j;
+    }
+}
+
+TEST(QuantBlocks, Q4_1DecodesToDTimesNibblePlusM) { CheckLegacyBlock(QuantType::kQ4_1, false, true); }
+TEST(QuantBlocks, Q5_0DecodesToDTimesFiveBitsMinus16) { CheckLegacyBlock(QuantType::kQ5_0, true, false); }
+TEST(QuantBlocks, Q5_1DecodesToDTimesFiveBitsPlusM) { CheckLegacyBlock(QuantType::kQ5_1, true, true); }
+
 // Q4_K and Q5_K: y = d * scale_s * q - dmin * min_s over sub-blocks s of 32,
 // with scales and mins past 15 so the packed top bits matter.
 void CheckKQuant(bool five_bits) {
@@ -145,7 +171,13 @@ std::vector<uint8_t> RandomRows(QuantType type, int64_t rows, int64_t k, std::mt
         uint8_t* b = w.data() + at;
         switch (type) {
             case QuantType::kQ4_0:
+            case QuantType::kQ5_0:
             case QuantType::kQ8_0: PutHalf(b, scale(rng)); break;
+            case QuantType::kQ4_1:
+            case QuantType::kQ5_1:   // d, and a min of either sign
+                PutHalf(b, scale(rng));
+                PutHalf(b + 2, (rng() & 1 ? 8.0f : -8.0f) * scale(rng));
+                break;
             case QuantType::kQ4_K:
             case QuantType::kQ5_K:
                 PutHalf(b, scale(rng));
@@ -297,7 +329,8 @@ TEST_P(QuantLinearTest, EveryLevelManyRowsWithinTheirArithmeticsBound) {
                     const std::string arithmetic = cpu::QuantPrefillArithmetic(type, k);
                     const std::string what = std::string(cpu::QuantTypeName(type)) + " " + cpu::CpuLevelName(level) +
                                              " k=" + std::to_string(k) + " m=" + std::to_string(m) + " " + arithmetic;
-                    if (int8 && level != cpu::CpuLevel::kBaseline && type != QuantType::kQ8_0 && k % 256 == 0) {
+                    const bool tiled = type == QuantType::kQ4_0 || !small_blocks;   // quant_gemm.cpp's types
+                    if (int8 && level != cpu::CpuLevel::kBaseline && tiled && k % 256 == 0) {
                         ASSERT_EQ(arithmetic, "int8") << what;
                     }
                     std::vector<float> y(m * n, 1.0f);
@@ -336,8 +369,8 @@ TEST_P(QuantLinearTest, EveryLevelDecodesRowsAsTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantLinearTest,
-                         ::testing::Values(QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ4_K, QuantType::kQ5_K,
-                                           QuantType::kQ6_K),
+                         ::testing::Values(QuantType::kQ4_0, QuantType::kQ4_1, QuantType::kQ5_0, QuantType::kQ5_1,
+                                           QuantType::kQ8_0, QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K),
                          [](const auto& info) { return std::string(cpu::QuantTypeName(info.param)); });
 
 // The rule of quant_acts.h written out: d = max|x| / 127, q = x * (1 / d)
@@ -460,15 +493,15 @@ TEST(QuantLinear, MixedSlicesThroughEveryPath) {
 TEST(QuantGguf, EveryTensorOfAnUnreadableTypeIsNamed) {
     GgufBuilder b;
     b.AddString("general.architecture", "llama");
-    // Q4_1 (3) and Q3_K (11): real types prepack has no kernels for.
-    b.AddTensorRaw("blk.0.attn_q.weight", {32, 2}, 3, std::vector<uint8_t>(2 * 20));
+    // IQ4_NL (20) and Q3_K (11): real types prepack has no kernels for.
+    b.AddTensorRaw("blk.0.attn_q.weight", {32, 2}, 20, std::vector<uint8_t>(2 * 18));
     b.AddTensorF32("blk.0.attn_norm.weight", {4}, {1, 1, 1, 1});
     b.AddTensorRaw("blk.1.ffn_down.weight", {256, 1}, 11, std::vector<uint8_t>(110));
     auto f = GgufFile::FromBytes(b.Build());
     ASSERT_FALSE(f.ok());
     const std::string msg(f.status().message());
     EXPECT_NE(msg.find("2 of 3 tensors"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("'blk.0.attn_q.weight' (type 3, Q4_1)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'blk.0.attn_q.weight' (type 20, IQ4_NL)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("'blk.1.ffn_down.weight' (type 11, Q3_K)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("Q4_K"), std::string::npos) << "names what it does read: " << msg;
 }

@@ -229,7 +229,7 @@ bool IsSupportedGgmlType(uint32_t id) {
            cpu::QuantTypeOfGgml(id).has_value();
 }
 
-constexpr const char* kSupportedTypes = "F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K and Q6_K";
+constexpr const char* kSupportedTypes = "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K";
 
 // Printable, single-line rendering of a string for `inspect`: control bytes
 // escaped, cut after kSummaryMaxChars characters without splitting a UTF-8
@@ -964,6 +964,9 @@ void DequantizeRow(GgmlType type, const uint8_t* src, float* dst, uint64_t n) {
             for (uint64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(Load<uint16_t>(src + 2 * i));
             return;
         case GgmlType::kQ4_0:
+        case GgmlType::kQ4_1:
+        case GgmlType::kQ5_0:
+        case GgmlType::kQ5_1:
         case GgmlType::kQ8_0:
         case GgmlType::kQ4_K:
         case GgmlType::kQ5_K:

@@ -24,6 +24,22 @@ void DequantizeQ4_0(const uint8_t* b, float* y) {
     }
 }
 
+// Q4_1, Q5_0 and Q5_1: nibbles as Q4_0's (weight j low, j + 16 high), the
+// fifth bit of weight j at bit j of the 32-bit qh; w = d * q + m, or Q5_0's
+// d * (q - 16).
+void DequantizeQ45_01(const uint8_t* b, float* y, bool five_bits, bool has_min) {
+    const float d = HalfToFloat(LoadU16(b));
+    const float m = has_min ? HalfToFloat(LoadU16(b + 2)) : 0.0f;
+    uint32_t qh = 0;
+    if (five_bits) std::memcpy(&qh, b + (has_min ? 4 : 2), 4);
+    const uint8_t* qs = b + (has_min ? 4 : 2) + (five_bits ? 4 : 0);
+    const auto value = [&](int q) { return has_min ? d * static_cast<float>(q) + m : d * static_cast<float>(q - 16); };
+    for (int j = 0; j < 16; ++j) {
+        y[j] = value((qs[j] & 0x0F) | (five_bits ? ((qh >> j) & 1) << 4 : 0));
+        y[j + 16] = value((qs[j] >> 4) | (five_bits ? ((qh >> (j + 16)) & 1) << 4 : 0));
+    }
+}
+
 void DequantizeQ8_0(const uint8_t* b, float* y) {
     const float d = HalfToFloat(LoadU16(b));
     const int8_t* qs = reinterpret_cast<const int8_t*>(b + 2);
@@ -85,6 +101,9 @@ void DequantizeQ6_K(const uint8_t* b, float* y) {
 std::optional<QuantType> QuantTypeOfGgml(uint32_t ggml_type) {
     switch (ggml_type) {
         case 2: return QuantType::kQ4_0;
+        case 3: return QuantType::kQ4_1;
+        case 6: return QuantType::kQ5_0;
+        case 7: return QuantType::kQ5_1;
         case 8: return QuantType::kQ8_0;
         case 12: return QuantType::kQ4_K;
         case 13: return QuantType::kQ5_K;
@@ -96,6 +115,9 @@ std::optional<QuantType> QuantTypeOfGgml(uint32_t ggml_type) {
 const char* QuantTypeName(QuantType type) {
     switch (type) {
         case QuantType::kQ4_0: return "Q4_0";
+        case QuantType::kQ4_1: return "Q4_1";
+        case QuantType::kQ5_0: return "Q5_0";
+        case QuantType::kQ5_1: return "Q5_1";
         case QuantType::kQ8_0: return "Q8_0";
         case QuantType::kQ4_K: return "Q4_K";
         case QuantType::kQ5_K: return "Q5_K";
@@ -105,12 +127,20 @@ const char* QuantTypeName(QuantType type) {
 }
 
 int64_t QuantBlockElems(QuantType type) {
-    return type == QuantType::kQ4_0 || type == QuantType::kQ8_0 ? 32 : 256;
+    switch (type) {
+        case QuantType::kQ4_K:
+        case QuantType::kQ5_K:
+        case QuantType::kQ6_K: return 256;
+        default: return 32;
+    }
 }
 
 int64_t QuantBlockBytes(QuantType type) {
     switch (type) {
         case QuantType::kQ4_0: return 18;
+        case QuantType::kQ4_1: return 20;
+        case QuantType::kQ5_0: return 22;
+        case QuantType::kQ5_1: return 24;
         case QuantType::kQ8_0: return 34;
         case QuantType::kQ4_K: return 144;
         case QuantType::kQ5_K: return 176;
@@ -124,6 +154,9 @@ void DequantizeQuantRow(QuantType type, const uint8_t* src, float* dst, int64_t 
     for (int64_t b = 0; b < n / elems; ++b, src += bytes, dst += elems) {
         switch (type) {
             case QuantType::kQ4_0: DequantizeQ4_0(src, dst); break;
+            case QuantType::kQ4_1: DequantizeQ45_01(src, dst, false, true); break;
+            case QuantType::kQ5_0: DequantizeQ45_01(src, dst, true, false); break;
+            case QuantType::kQ5_1: DequantizeQ45_01(src, dst, true, true); break;
             case QuantType::kQ8_0: DequantizeQ8_0(src, dst); break;
             case QuantType::kQ4_K: DequantizeQ45_K(src, dst, false); break;
             case QuantType::kQ5_K: DequantizeQ45_K(src, dst, true); break;

@@ -6,6 +6,13 @@
 //   Q4_0  32 weights in 18 bytes: fp16 d, 16 bytes of nibbles (byte j holds
 //         weight j in its low nibble and weight j+16 in its high one);
 //         w = d * (q - 8).
+//   Q4_1  32 weights in 20 bytes: fp16 d, fp16 m, 16 bytes of nibbles as
+//         Q4_0's; w = d * q + m.
+//   Q5_0  32 weights in 22 bytes: fp16 d, 4 bytes qh (bit j of their
+//         little-endian 32 bits is weight j's fifth bit), 16 bytes of
+//         nibbles as Q4_0's; w = d * (q - 16).
+//   Q5_1  32 weights in 24 bytes: fp16 d, fp16 m, qh and nibbles as Q5_0's;
+//         w = d * q + m.
 //   Q8_0  32 weights in 34 bytes: fp16 d, 32 int8; w = d * q.
 //   Q4_K  256 weights in 144 bytes: fp16 d, fp16 dmin, 12 bytes of eight
 //         6-bit (scale, min) pairs, 128 bytes of nibbles; sub-block s of 32
@@ -22,7 +29,14 @@
 namespace prepack::cpu {
 
 // Numbered as ggml's type ids, so a GGUF tensor's type converts directly.
-enum class QuantType : uint8_t { kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14 };
+// Q5_0 and Q5_1 are in the list because llama.cpp's quantizer puts them
+// into K-quant files: a K-quant needs rows of a multiple of 256 weights, and
+// rows that are not (Qwen2.5-0.5B's 896, SmolLM2's 576 and 960) fall back to
+// Q5_0 (for Q4_K), Q5_1 (for Q5_K) or Q8_0 (for Q6_K). Q4_1 is Q5_1 without
+// the fifth bit, and Q4_1 files are still shared.
+enum class QuantType : uint8_t {
+    kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14
+};
 
 // The QuantType of a ggml type id, or nothing when prepack has no kernels for it.
 std::optional<QuantType> QuantTypeOfGgml(uint32_t ggml_type);

@@ -22,6 +22,23 @@ void DecodeQ4_0(const uint8_t* b, float* y) {
     for (int j = 0; j < 16; ++j) y[16 + j] = d * static_cast<float>((b[2 + j] >> 4) - 8);
 }
 
+// Q4_1, Q5_0, Q5_1 (quant_blocks.h): the fifth bits spread to bytes first,
+// so the value loops are straight lines over 16 weights.
+template <bool kFiveBits, bool kMin>
+void DecodeQ45_01(const uint8_t* b, float* y) {
+    const float d = LoadHalf(b), m = kMin ? LoadHalf(b + 2) : 0.0f;
+    const uint8_t* qs = b + (kMin ? 4 : 2) + (kFiveBits ? 4 : 0);
+    uint8_t high[32] = {};
+    if constexpr (kFiveBits) {
+        uint32_t qh;
+        std::memcpy(&qh, b + (kMin ? 4 : 2), 4);
+        for (int j = 0; j < 32; ++j) high[j] = static_cast<uint8_t>(((qh >> j) & 1) << 4);
+    }
+    const auto value = [&](int q) { return kMin ? d * static_cast<float>(q) + m : d * static_cast<float>(q - 16); };
+    for (int j = 0; j < 16; ++j) y[j] = value((qs[j] & 0x0F) | high[j]);
+    for (int j = 0; j < 16; ++j) y[16 + j] = value((qs[j] >> 4) | high[16 + j]);
+}
+
 void DecodeQ8_0(const uint8_t* b, float* y) {
     const float d = LoadHalf(b);
     const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
@@ -76,6 +93,9 @@ void DecodeQuantRow(QuantType type, const uint8_t* src, float* dst, int64_t n) {
     for (int64_t b = 0; b < n / elems; ++b, src += bytes, dst += elems) {
         switch (type) {
             case QuantType::kQ4_0: DecodeQ4_0(src, dst); break;
+            case QuantType::kQ4_1: DecodeQ45_01<false, true>(src, dst); break;
+            case QuantType::kQ5_0: DecodeQ45_01<true, false>(src, dst); break;
+            case QuantType::kQ5_1: DecodeQ45_01<true, true>(src, dst); break;
             case QuantType::kQ8_0: DecodeQ8_0(src, dst); break;
             case QuantType::kQ4_K: DecodeQ45_K<false>(src, dst); break;
             case QuantType::kQ5_K: DecodeQ45_K<true>(src, dst); break;

@@ -476,8 +476,12 @@ int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // (vpsignb, and int16 pairs that fill after one step), twice the work per
     // weight of Q4_K, about what sgemm on its decoded panels costs. (Widening
     // them to int16 for vpmaddwd was tried: 92-99 GMAC/s against sgemm's
-    // ~105, and a slower prefill; docs/benchmarks.md.)
-    if (type == QuantType::kQ8_0 || k <= 0 || k % 256 != 0) return 0;
+    // ~105, and a slower prefill; docs/benchmarks.md.) Nor are Q4_1, Q5_0
+    // and Q5_1, which K-quant files hold only for the few matrices whose rows
+    // are not a multiple of 256 weights: they stay on the decoded panels.
+    const bool tiled = type == QuantType::kQ4_0 || type == QuantType::kQ4_K || type == QuantType::kQ5_K ||
+                       type == QuantType::kQ6_K;
+    if (!tiled || k <= 0 || k % 256 != 0) return 0;
     // The repack gathers a tile's headers at int32 offsets (RowOffsets).
     if ((kTileRows - 1) * QuantRowBytes(type, k) > INT32_MAX) return 0;
     // Below 17 rows the few-row kernels are the alternative. Where the GEMM,

@@ -126,6 +126,50 @@ void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
     for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]);
 }
 
+// Q5_0 and Q5_1: bit j of the 32 at qh as 16 in byte j (weight order, as
+// Nibbles32's), else 0: byte j takes byte j / 8 of the bits, keeps bit j % 8.
+inline __m256i FifthBits32(const uint8_t* qh) {
+    uint32_t bits;
+    std::memcpy(&bits, qh, 4);
+    const __m256i byte_of = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bit_of = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+    const __m256i spread = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), byte_of), bit_of);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(spread, bit_of), _mm256_set1_epi8(16));
+}
+
+// Q4_1, Q5_0, Q5_1 (the K-quant files' fallbacks, quant_blocks.h): Q4_0's
+// arithmetic with the fifth bit ORed in (q <= 31: a pair sums to at most
+// 2 * 31 * 127, no saturation). Q5_0's "- 16" is 16 sum(a) taken from the
+// 8 lanes; Q4_1's and Q5_1's "+ m" is m d_a sum(a), one scalar per block.
+// Used at the AVX-512 level too: these types fill only a few matrices of
+// a file (the rows that are not a multiple of 256 weights).
+template <int MB, bool kFiveBits, bool kMin>
+void DotsQ45_01(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    constexpr int kQh = kMin ? 4 : 2, kQs = kQh + (kFiveBits ? 4 : 0);
+    constexpr int64_t kBytes = kQs + 16;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[MB];
+    float offset[MB] = {};
+    for (int i = 0; i < MB; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += kBytes) {
+        PrefetchAhead(w, kBytes);
+        const float dw = LoadHalf(w);
+        __m256i q = Nibbles32(w + kQs);
+        if constexpr (kFiveBits) q = _mm256_or_si256(q, FifthBits32(w + kQh));
+        for (int i = 0; i < MB; ++i) {
+            const ActPair32* a = ActRow<ActPair32>(acts, act_row_bytes, i);
+            __m256i p = MulAddBytes(q, Load32(ActQ32(a, b)), ones);
+            if constexpr (kMin) {
+                offset[i] += LoadHalf(w + 2) * ActD32(a, b) * static_cast<float>(ActSum32(a, b));
+            } else {
+                p = _mm256_sub_epi32(p, _mm256_set1_epi32(2 * ActSum32(a, b)));
+            }
+            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * ActD32(a, b)), _mm256_cvtepi32_ps(p), acc[i]);
+        }
+    }
+    for (int i = 0; i < MB; ++i) out[i] = HSum(acc[i]) + offset[i];
+}
+
 // Byte j of both halves of `v` in every int16 lane (zero-extended): one
 // byte shuffle, where a set1 from a scalar would leave the vector unit.
 inline __m256i ScaleOf(__m256i v, int j) {
@@ -532,6 +576,25 @@ void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
     });
 }
 
+template <int MB, bool kFiveBits, bool kMin>
+void DotsQ45_01(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
+    constexpr int kQh = kMin ? 4 : 2, kQs = kQh + (kFiveBits ? 4 : 0);
+    ScalarDots<MB, ActPair32>(w, kQs + 16, acts, act_row_bytes, nb, out, [](const uint8_t* blk, const ActPair32* a, int64_t b) {
+        uint32_t qh = 0;
+        if (kFiveBits) std::memcpy(&qh, blk + kQh, 4);
+        const int8_t* aq = ActQ32(a, b);
+        int32_t s = 0;
+        for (int j = 0; j < 16; ++j) {
+            const int lo = (blk[kQs + j] & 0x0F) | static_cast<int>(((qh >> j) & 1) << 4);
+            const int hi = (blk[kQs + j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+            s += lo * aq[j] + hi * aq[j + 16];
+        }
+        const float da = ActD32(a, b);
+        return kMin ? LoadHalf(blk) * da * static_cast<float>(s) + LoadHalf(blk + 2) * da * static_cast<float>(ActSum32(a, b))
+                    : LoadHalf(blk) * da * static_cast<float>(s - 16 * ActSum32(a, b));
+    });
+}
+
 template <int MB, bool kFiveBits>
 void DotsQ45_K(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     const auto block_dot = [](const uint8_t* blk, const ActBlock256* a, int64_t b) {
@@ -600,6 +663,9 @@ void Dots(QuantType type, const uint8_t* w, const uint8_t* acts, int64_t act_row
         case QuantType::kQ6_K: return DotsQ6_K<MB>(w, acts, act_row_bytes, nb, out);
         case QuantType::kQ8_0: return DotsQ8_0<MB>(w, acts, act_row_bytes, nb, out);
 #endif
+        case QuantType::kQ4_1: return DotsQ45_01<MB, false, true>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ5_0: return DotsQ45_01<MB, true, false>(w, acts, act_row_bytes, nb, out);
+        case QuantType::kQ5_1: return DotsQ45_01<MB, true, true>(w, acts, act_row_bytes, nb, out);
     }
 }
 
