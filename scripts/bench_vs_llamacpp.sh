@@ -15,7 +15,8 @@
 # PREPACK_KV (bf16: prepack's --kv-dtype, 16-bit as llama.cpp's default f16),
 # IDLE_WAIT (300: seconds each run may wait for an idle machine), VENV, MODEL_DIR,
 # PREPACK, DOC, JSONL, LLAMACPP_PY (the pip requirement); TABLE_ONLY=1 only redoes (d)
-# from the JSONL of an earlier run.
+# from the JSONL of an earlier run. MODEL_NAME (llama32-1b) runs other files,
+# MODEL_DIR/MODEL_NAME-M.gguf for each M of MODELS; only llama32-1b's are made here.
 set -eu
 cd "$(dirname "$0")/.."
 MODELS=${MODELS:-"f32 q8_0 q4_k_m q6_k"}
@@ -28,6 +29,7 @@ DECODE_BATCH=${DECODE_BATCH:-16}
 PREPACK_KV=${PREPACK_KV:-bf16}
 VENV=${VENV:-build/bench-venv}
 MODEL_DIR=${MODEL_DIR:-build/bench-models}
+MODEL_NAME=${MODEL_NAME:-llama32-1b}
 PREPACK=${PREPACK:-build/bin/prepack}
 DOC=${DOC:-docs/benchmarks.md}
 JSONL=${JSONL:-build/bench-vs-llamacpp.jsonl}
@@ -40,6 +42,7 @@ COMMAND="MODELS=\"$MODELS\" THREADS=\"$THREADS\""
 [ "$DECODE_BATCH" = 16 ] || COMMAND="$COMMAND DECODE_BATCH=$DECODE_BATCH"
 [ "$PREPACK_KV" = bf16 ] || COMMAND="$COMMAND PREPACK_KV=$PREPACK_KV"
 [ "$VENV" = build/bench-venv ] || COMMAND="$COMMAND VENV=$VENV"
+[ "$MODEL_NAME" = llama32-1b ] || COMMAND="$COMMAND MODEL_DIR=$MODEL_DIR MODEL_NAME=$MODEL_NAME"
 COMMAND="$COMMAND scripts/bench_vs_llamacpp.sh"
 LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
 say() { echo "bench_vs_llamacpp: $*" >&2; }
@@ -80,8 +83,9 @@ fi
 mkdir -p "$MODEL_DIR"
 F32=$MODEL_DIR/llama32-1b-f32.gguf
 for M in $MODELS; do
-  FILE=$MODEL_DIR/llama32-1b-$M.gguf
+  FILE=$MODEL_DIR/$MODEL_NAME-$M.gguf
   [ -f "$FILE" ] && continue
+  if [ "$MODEL_NAME" != llama32-1b ]; then say "no $FILE (only llama32-1b files are made here)"; exit 2; fi
   if [ ! -f "$F32" ]; then
     say "writing $F32 (5 GB, about a minute)"
     "$PY" scripts/make_bench_model.py "$F32"
@@ -99,7 +103,7 @@ LLAMACPP_BUILD=$(cat "$VENV/llama-cpp-cmake-args" 2>/dev/null || echo "unrecorde
 "$PY" -c 'import json, sys, datetime; print(json.dumps({"engine": "meta", "command": sys.argv[1], "load_at_start": sys.argv[2], "prepack_commit": sys.argv[3], "llamacpp_cmake_args": sys.argv[4], "date": datetime.date.today().isoformat()}))' \
   "$COMMAND" "$LOAD_AT_START" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$LLAMACPP_BUILD" > "$JSONL"
 for M in $MODELS; do
-  FILE=$MODEL_DIR/llama32-1b-$M.gguf
+  FILE=$MODEL_DIR/$MODEL_NAME-$M.gguf
   for T in $THREADS; do
     wait_idle; P_BUSY=$BUSY
     say "$FILE, $T threads: prepack"

@@ -26,6 +26,8 @@
 #include "core/engine/generate.h"
 #include "core/forward/cpu_pass.h"
 #include "core/model/reference.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/kernel_table.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -188,6 +190,69 @@ TEST(RealshapeQuantized, PromptIdsGreedyIdsAndFirstLogprobsAgreeWithLlamaCpp) {
     };
     EXPECT_EQ(CheckAgainstLlamaCpp(LoadCases("reference.json"), get, 0.2, 0.2), 24)
         << "every model and prompt of reference.json";
+}
+
+// The block types K-quant files fall back to where rows are not a multiple
+// of 256 weights (Q5_0, Q5_1; and Q4_1), which no file of
+// ../shared/models/realshape holds: llama-spm-gqa with its layer matrices in
+// those types, mixed within the fused Q|K|V and gate|up, against its twin
+// whose weights gguf-py decoded to F32 (scripts/make_fallback_quant_models.py,
+// run by scripts/make_realshape_f32.sh), first-position logprobs compared.
+// - A 35-token prompt, many rows, on decoded f32 panels: the same weights
+//   in the same arithmetic as the twin, so equal within f32 rounding
+//   (measured: 0 on the Xeon's AVX2 and baseline levels); a wrong bit of a
+//   layout moves logprobs by whole units.
+// - A 5-token prompt through the few-row int8 kernels: within what rounding
+//   the activations to int8 per 32 values moves on this random model
+//   (measured: top-5 0.062, mean over the vocabulary 0.022; the real-shape
+//   files are held to 0.2 against llama.cpp's int8 sums).
+TEST_F(RealshapeTest, FallbackBlockTypesAgreeWithTheirWeightsDecodedByGgufPy) {
+    const std::string quant = "llama-spm-gqa-fallback-types.gguf", decoded = "llama-spm-gqa-fallback-decoded.gguf";
+    if (!testing::FileExists(RealshapeDir() + "/" + quant)) {
+        GTEST_SKIP() << "no " << RealshapeDir() << "/" << quant << " (scripts/make_realshape_f32.sh makes it)";
+    }
+    Model* q = Get(quant);
+    Model* f = Get(decoded);
+    ASSERT_TRUE(q != nullptr && f != nullptr);
+    ASSERT_TRUE(q->weights().AnyQuantized()) << quant << " was expanded instead of kept quantized";
+    const std::string bf16_path = cpu::Bf16GemmPath();
+    ASSERT_TRUE(cpu::SetBf16GemmPath("widen"));   // f32 panels, as the twin's sgemm
+    const std::string words = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                              "fifteen sixteen seventeen eighteen nineteen twenty twenty-one twenty-two";
+    for (const std::string& prompt : {std::string("Once upon a time"), words}) {
+        std::vector<double> lp[2];
+        size_t prompt_tokens = 0;
+        for (int i = 0; i < 2; ++i) {
+            Model* m = i == 0 ? q : f;
+            auto pool = KvBlockPool::Create(m->config(), 16, 16ull << 20);
+            ASSERT_TRUE(pool.ok()) << pool.status();
+            ForwardPass fwd(*m, **pool);
+            GenerateRequest req;
+            req.prompt = prompt;
+            req.max_tokens = 1;
+            auto r = Generate(fwd, req);
+            ASSERT_TRUE(r.ok()) << r.status();
+            lp[i] = LogSoftmax(r->first_logits);
+            prompt_tokens = r->prompt_tokens.size();
+        }
+        SCOPED_TRACE(std::to_string(prompt_tokens) + "-token prompt");
+        std::vector<size_t> top(lp[1].size());
+        for (size_t id = 0; id < top.size(); ++id) top[id] = id;
+        std::partial_sort(top.begin(), top.begin() + 5, top.end(), [&](size_t a, size_t b) { return lp[1][a] > lp[1][b]; });
+        double worst = 0, mean = 0, worst_top5 = 0;
+        for (size_t id = 0; id < lp[0].size(); ++id) {
+            worst = std::max(worst, std::fabs(lp[0][id] - lp[1][id]));
+            mean += std::fabs(lp[0][id] - lp[1][id]) / static_cast<double>(lp[0].size());
+        }
+        for (int i = 0; i < 5; ++i) worst_top5 = std::max(worst_top5, std::fabs(lp[0][top[i]] - lp[1][top[i]]));
+        if (prompt_tokens > static_cast<size_t>(cpu::kSmallLinearRows)) {   // the many-row path
+            EXPECT_LT(worst, 1e-3) << "largest logprob difference over the vocabulary, f32 panels";
+        } else {
+            EXPECT_LT(worst_top5, 0.2) << "top-5 logprobs, int8 activations";
+            EXPECT_LT(mean, 0.05) << "mean logprob difference over the vocabulary, int8 activations";
+        }
+    }
+    cpu::SetBf16GemmPath(bf16_path.c_str());
 }
 
 TEST_F(RealshapeTest, TheReferencePassAgreesWithTheOptimisedOne) {

@@ -185,7 +185,10 @@ void DequantizedLinear(const float* x, const Matrix& w, float* y, int64_t m, int
             col += slice.rows;
             continue;
         }
-        panel.resize(static_cast<size_t>(panel_rows * k));
+        // No larger than the slice: a small model's matrices are far below
+        // the panel budget, whose f32 bytes (and sgemm's packed copy of them)
+        // would otherwise add tens of MiB to its resident memory.
+        panel.resize(static_cast<size_t>(std::min(panel_rows, slice.rows) * k));
         if (bf16) {
             panel_bf16.resize(panel.size());
             if (xb == nullptr) xb = Bf16Activations(x, m, k);

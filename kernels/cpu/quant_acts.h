@@ -1,7 +1,8 @@
 // Activations quantized to int8 for the dot products with quantized weights
 // (quant_linear.cpp, quant_gemm.cpp), in the two shapes llama.cpp uses, so the integer sums
-// line up with the weight blocks: per 32 values for Q4_0 and Q8_0 weights
-// (as ggml's Q8_0), per 256 with sums of each 16 for the K-quants (as
+// line up with the weight blocks: per 32 values for Q4_0, Q4_1, Q5_0, Q5_1
+// and Q8_0 weights (as ggml's Q8_0; the block sums serve Q4_1's and Q5_1's
+// "+ m"), per 256 with sums of each 16 for the K-quants (as
 // ggml's Q8_K, whose sub-block scales and mins then apply to whole integer
 // sums). Scale d = max|x| / 127, q = x * (1 / d) rounded to the nearest
 // integer, ties to even, at every CPU level (quant_act_rows.cpp).
