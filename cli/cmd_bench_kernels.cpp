@@ -115,7 +115,8 @@ absl::StatusOr<Plan> ParsePlan(const BenchKernelsOptions& o) {
         const auto t = ParseType(std::string_view(name.data(), name.size()));
         if (!t) {
             return absl::InvalidArgumentError(
-                absl::StrCat("--types: unknown block type '", name, "' (q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k)"));
+                absl::StrCat("--types: unknown block type '", name,
+                             "' (q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k)"));
         }
         plan.types.push_back(*t);
     }

@@ -100,7 +100,8 @@ void CheckLegacyBlock(QuantType type, bool five_bits, bool has_min) {
     }
     const std::vector<float> y = Decode(type, b);
     for (int j = 0; j < 32; ++j) {
-        EXPECT_EQ(y[j], has_min ? 0.5f * q_of(j) - 1.25f : 0.5f * (q_of(j) - 16)) << cpu::QuantTypeName(type) << " " << j;
+        const float want = has_min ? 0.5f * q_of(j) - 1.25f : 0.5f * (q_of(j) - 16);
+        EXPECT_EQ(y[j], want) << cpu::QuantTypeName(type) << " " << j;
     }
 }
 

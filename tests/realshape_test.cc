@@ -238,7 +238,8 @@ TEST_F(RealshapeTest, FallbackBlockTypesAgreeWithTheirWeightsDecodedByGgufPy) {
         SCOPED_TRACE(std::to_string(prompt_tokens) + "-token prompt");
         std::vector<size_t> top(lp[1].size());
         for (size_t id = 0; id < top.size(); ++id) top[id] = id;
-        std::partial_sort(top.begin(), top.begin() + 5, top.end(), [&](size_t a, size_t b) { return lp[1][a] > lp[1][b]; });
+        std::partial_sort(top.begin(), top.begin() + 5, top.end(),
+                          [&](size_t a, size_t b) { return lp[1][a] > lp[1][b]; });
         double worst = 0, mean = 0, worst_top5 = 0;
         for (size_t id = 0; id < lp[0].size(); ++id) {
             worst = std::max(worst, std::fabs(lp[0][id] - lp[1][id]));

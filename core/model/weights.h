@@ -1,10 +1,10 @@
 // Model weights in the layout the forward pass wants: matrices whose GGUF
 // tensors are block-quantized (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
 // Q6_K) stay so, used where the file's mapping holds them; the others are
-// converted once at load, matrices to f32 or bf16 (the dtype asked for), norm vectors always
-// to f32. Matrices applied to the same input are fused (Q|K|V, gate|up: in
-// one buffer, or as consecutive quantized slices) so each layer runs 4
-// GEMMs instead of 7.
+// converted once at load, matrices to f32 or bf16 (the dtype asked for),
+// norm vectors always to f32. Matrices applied to the same input are fused
+// (Q|K|V, gate|up: in one buffer, or as consecutive quantized slices) so
+// each layer runs 4 GEMMs instead of 7.
 #pragma once
 
 #include <cstdint>

@@ -133,7 +133,8 @@ inline __m256i FifthBits32(const uint8_t* qh) {
     std::memcpy(&bits, qh, 4);
     const __m256i byte_of = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
     const __m256i bit_of = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
-    const __m256i spread = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), byte_of), bit_of);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), byte_of);
+    const __m256i spread = _mm256_and_si256(bytes, bit_of);
     return _mm256_and_si256(_mm256_cmpeq_epi8(spread, bit_of), _mm256_set1_epi8(16));
 }
 
@@ -579,7 +580,7 @@ void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
 template <int MB, bool kFiveBits, bool kMin>
 void DotsQ45_01(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     constexpr int kQh = kMin ? 4 : 2, kQs = kQh + (kFiveBits ? 4 : 0);
-    ScalarDots<MB, ActPair32>(w, kQs + 16, acts, act_row_bytes, nb, out, [](const uint8_t* blk, const ActPair32* a, int64_t b) {
+    const auto block_dot = [](const uint8_t* blk, const ActPair32* a, int64_t b) {
         uint32_t qh = 0;
         if (kFiveBits) std::memcpy(&qh, blk + kQh, 4);
         const int8_t* aq = ActQ32(a, b);
@@ -590,9 +591,11 @@ void DotsQ45_01(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, in
             s += lo * aq[j] + hi * aq[j + 16];
         }
         const float da = ActD32(a, b);
-        return kMin ? LoadHalf(blk) * da * static_cast<float>(s) + LoadHalf(blk + 2) * da * static_cast<float>(ActSum32(a, b))
-                    : LoadHalf(blk) * da * static_cast<float>(s - 16 * ActSum32(a, b));
-    });
+        const int32_t sum_a = ActSum32(a, b);
+        return kMin ? LoadHalf(blk) * da * static_cast<float>(s) + LoadHalf(blk + 2) * da * static_cast<float>(sum_a)
+                    : LoadHalf(blk) * da * static_cast<float>(s - 16 * sum_a);
+    };
+    ScalarDots<MB, ActPair32>(w, kQs + 16, acts, act_row_bytes, nb, out, block_dot);
 }
 
 template <int MB, bool kFiveBits>
