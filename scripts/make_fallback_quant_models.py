@@ -25,23 +25,11 @@ import sys
 import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
-from gguf import GGUFValueType as VT
+
+from make_bench_model import field_value   # a reader field as GGUFWriter.add_key_value takes it
 
 TYPES = {"attn_q": Q.Q5_0, "attn_k": Q.Q5_1, "attn_v": Q.Q4_1, "attn_output": Q.Q5_0,
          "ffn_gate": Q.Q5_1, "ffn_up": Q.Q4_1, "ffn_down": Q.Q5_0}
-
-
-def field_value(f):
-    """A reader field as the (value, type, sub_type) GGUFWriter.add_key_value takes."""
-    t = f.types[0]
-    if t == VT.ARRAY:
-        sub = f.types[-1]
-        if sub == VT.STRING:
-            return [bytes(f.parts[i]) for i in f.data], t, sub
-        return [f.parts[i].tolist()[0] for i in f.data], t, sub
-    if t == VT.STRING:
-        return bytes(f.parts[f.data[0]]), t, None
-    return f.parts[f.data[0]].tolist()[0], t, None
 
 
 def target_type(name):
