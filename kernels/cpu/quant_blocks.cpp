@@ -31,8 +31,8 @@ void DequantizeQ45_01(const uint8_t* b, float* y, bool five_bits, bool has_min) 
     const float d = HalfToFloat(LoadU16(b));
     const float m = has_min ? HalfToFloat(LoadU16(b + 2)) : 0.0f;
     uint32_t qh = 0;
-    if (five_bits) std::memcpy(&qh, b + (has_min ? 4 : 2), 4);
-    const uint8_t* qs = b + (has_min ? 4 : 2) + (five_bits ? 4 : 0);
+    if (five_bits) std::memcpy(&qh, b + LegacyQhAt(has_min), 4);
+    const uint8_t* qs = b + LegacyQsAt(five_bits, has_min);
     const auto value = [&](int q) { return has_min ? d * static_cast<float>(q) + m : d * static_cast<float>(q - 16); };
     for (int j = 0; j < 16; ++j) {
         y[j] = value((qs[j] & 0x0F) | (five_bits ? ((qh >> j) & 1) << 4 : 0));

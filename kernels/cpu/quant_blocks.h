@@ -38,6 +38,11 @@ enum class QuantType : uint8_t {
     kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14
 };
 
+// Byte offsets within a Q4_1, Q5_0 or Q5_1 block (layouts above): qh follows
+// d (and m); the 16 bytes of nibbles follow qh where there is one.
+constexpr int LegacyQhAt(bool has_min) { return has_min ? 4 : 2; }
+constexpr int LegacyQsAt(bool five_bits, bool has_min) { return LegacyQhAt(has_min) + (five_bits ? 4 : 0); }
+
 // The QuantType of a ggml type id, or nothing when prepack has no kernels for it.
 std::optional<QuantType> QuantTypeOfGgml(uint32_t ggml_type);
 const char* QuantTypeName(QuantType type);

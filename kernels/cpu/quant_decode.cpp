@@ -27,11 +27,11 @@ void DecodeQ4_0(const uint8_t* b, float* y) {
 template <bool kFiveBits, bool kMin>
 void DecodeQ45_01(const uint8_t* b, float* y) {
     const float d = LoadHalf(b), m = kMin ? LoadHalf(b + 2) : 0.0f;
-    const uint8_t* qs = b + (kMin ? 4 : 2) + (kFiveBits ? 4 : 0);
+    const uint8_t* qs = b + LegacyQsAt(kFiveBits, kMin);
     uint8_t high[32] = {};
     if constexpr (kFiveBits) {
         uint32_t qh;
-        std::memcpy(&qh, b + (kMin ? 4 : 2), 4);
+        std::memcpy(&qh, b + LegacyQhAt(kMin), 4);
         for (int j = 0; j < 32; ++j) high[j] = static_cast<uint8_t>(((qh >> j) & 1) << 4);
     }
     const auto value = [&](int q) { return kMin ? d * static_cast<float>(q) + m : d * static_cast<float>(q - 16); };

@@ -477,8 +477,9 @@ int64_t QuantGemmMinRows(QuantType type, int64_t k) {
     // weight of Q4_K, about what sgemm on its decoded panels costs. (Widening
     // them to int16 for vpmaddwd was tried: 92-99 GMAC/s against sgemm's
     // ~105, and a slower prefill; docs/benchmarks.md.) Nor are Q4_1, Q5_0
-    // and Q5_1, which K-quant files hold only for the few matrices whose rows
-    // are not a multiple of 256 weights: they stay on the decoded panels.
+    // and Q5_1: K-quant files hold them exactly where rows are not a multiple
+    // of 256 weights, which the tiles' 256-weight blocks cannot take (a GEMM
+    // for them would need partial blocks); they stay on the decoded panels.
     const bool tiled = type == QuantType::kQ4_0 || type == QuantType::kQ4_K || type == QuantType::kQ5_K ||
                        type == QuantType::kQ6_K;
     if (!tiled || k <= 0 || k % 256 != 0) return 0;

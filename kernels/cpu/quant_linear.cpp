@@ -142,11 +142,12 @@ inline __m256i FifthBits32(const uint8_t* qh) {
 // arithmetic with the fifth bit ORed in (q <= 31: a pair sums to at most
 // 2 * 31 * 127, no saturation). Q5_0's "- 16" is 16 sum(a) taken from the
 // 8 lanes; Q4_1's and Q5_1's "+ m" is m d_a sum(a), one scalar per block.
-// Used at the AVX-512 level too: these types fill only a few matrices of
-// a file (the rows that are not a multiple of 256 weights).
+// Used at the AVX-512 level too: a two-blocks-per-instruction form measured
+// Q5_0 10-14% faster at 16 rows, the same at one, and Q5_1 15-20% slower
+// (docs/benchmarks.md, session 13), so it was not kept.
 template <int MB, bool kFiveBits, bool kMin>
 void DotsQ45_01(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
-    constexpr int kQh = kMin ? 4 : 2, kQs = kQh + (kFiveBits ? 4 : 0);
+    constexpr int kQh = LegacyQhAt(kMin), kQs = LegacyQsAt(kFiveBits, kMin);
     constexpr int64_t kBytes = kQs + 16;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[MB];
@@ -154,14 +155,14 @@ void DotsQ45_01(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, in
     for (int i = 0; i < MB; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += kBytes) {
         PrefetchAhead(w, kBytes);
-        const float dw = LoadHalf(w);
+        const float dw = LoadHalf(w), m = kMin ? LoadHalf(w + 2) : 0.0f;
         __m256i q = Nibbles32(w + kQs);
         if constexpr (kFiveBits) q = _mm256_or_si256(q, FifthBits32(w + kQh));
         for (int i = 0; i < MB; ++i) {
             const ActPair32* a = ActRow<ActPair32>(acts, act_row_bytes, i);
             __m256i p = MulAddBytes(q, Load32(ActQ32(a, b)), ones);
             if constexpr (kMin) {
-                offset[i] += LoadHalf(w + 2) * ActD32(a, b) * static_cast<float>(ActSum32(a, b));
+                offset[i] += m * ActD32(a, b) * static_cast<float>(ActSum32(a, b));
             } else {
                 p = _mm256_sub_epi32(p, _mm256_set1_epi32(2 * ActSum32(a, b)));
             }
@@ -579,7 +580,7 @@ void DotsQ8_0(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int6
 
 template <int MB, bool kFiveBits, bool kMin>
 void DotsQ45_01(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
-    constexpr int kQh = kMin ? 4 : 2, kQs = kQh + (kFiveBits ? 4 : 0);
+    constexpr int kQh = LegacyQhAt(kMin), kQs = LegacyQsAt(kFiveBits, kMin);
     const auto block_dot = [](const uint8_t* blk, const ActPair32* a, int64_t b) {
         uint32_t qh = 0;
         if (kFiveBits) std::memcpy(&qh, blk + kQh, 4);
