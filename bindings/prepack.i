@@ -107,7 +107,9 @@ static void PrepackThrowJava(JNIEnv* env, int code, const char* message) {
 ** 4-byte sequence coming out is not valid modified UTF-8 at all (an embedded
 ** NUL is C0 80, too). These cover every std::string the layer has: prompts,
 ** stop strings (StringVector's elements), tokenize/detokenize, token and
-** result text, messages, the model path. Invalid UTF-8 coming out becomes
+** result text and thinking, messages, the model and chat template paths,
+** and every field of a conversation (roles, contents, text parts, names,
+** tool JSON, rendered chat prompts). Invalid UTF-8 coming out becomes
 ** U+FFFD, never a JNI error; the layer only hands out whole UTF-8. */
 %typemap(jni)     std::string, const std::string& "jbyteArray"
 %typemap(jtype)   std::string, const std::string& "byte[]"
@@ -146,27 +148,48 @@ static void PrepackThrowJava(JNIEnv* env, int code, const char* message) {
 // C# registers a delegate at start-up that stores a Prepack.PrepackException
 // as SWIG's pending exception; the generated C# code throws it once the
 // P/Invoke call has returned (exceptions must not unwind through native frames).
-typedef void (SWIGSTDCALL* PrepackCSharpThrow)(int, const char*);
+typedef void (SWIGSTDCALL* PrepackCSharpThrow)(int, const char*, int);
 static PrepackCSharpThrow prepack_csharp_throw = nullptr;
 
 extern "C" SWIGEXPORT void SWIGSTDCALL PrepackRegisterExceptionCallback(PrepackCSharpThrow callback) {
     prepack_csharp_throw = callback;
 }
 
-static void PrepackThrowCSharp(int code, const char* message) {
-    if (prepack_csharp_throw != nullptr) prepack_csharp_throw(code, message);
+// Strings leave for C# as (bytes, length), which C# decodes with its own
+// UTF-8 codec (see the string typemaps below); it answers a GCHandle of the
+// new string, taken back by PrepackTakeString.
+typedef void* (SWIGSTDCALL* PrepackCSharpString)(const char*, int);
+static PrepackCSharpString prepack_csharp_string = nullptr;
+
+extern "C" SWIGEXPORT void SWIGSTDCALL PrepackRegisterStringCallback(PrepackCSharpString callback) {
+    prepack_csharp_string = callback;
+}
+
+static void PrepackThrowCSharp(int code, const std::string& message) {
+    // At most 2^31 - 1 bytes cross; a message is never near that.
+    const int n = message.size() > 0x7fffffff ? 0x7fffffff : static_cast<int>(message.size());
+    if (prepack_csharp_throw != nullptr) prepack_csharp_throw(code, message.data(), n);
+}
+
+static void* PrepackCSharpStringOf(const std::string& s) {
+    if (s.size() > 0x7fffffff) {   // a C# string holds less
+        SWIG_CSharpSetPendingException(SWIG_CSharpOutOfMemoryException, "string too long for C#");
+        return nullptr;
+    }
+    return prepack_csharp_string(s.data(), static_cast<int>(s.size()));
 }
 %}
 %pragma(csharp) imclasscode=%{
   // Turns the C++ Error into Prepack.PrepackException (see prepack.i).
   protected class PrepackExceptionHelper {
-    public delegate void ThrowDelegate(int status, string message);
+    public delegate void ThrowDelegate(int status, global::System.IntPtr utf8, int length);
     static ThrowDelegate throwDelegate = new ThrowDelegate(SetPending);
 
     [global::System.Runtime.InteropServices.DllImport("$dllimport", EntryPoint="PrepackRegisterExceptionCallback")]
     public static extern void Register(ThrowDelegate callback);
 
-    static void SetPending(int status, string message) {
+    static void SetPending(int status, global::System.IntPtr utf8, int length) {
+      string message = PrepackStringHelper.Decode(utf8, length);
       SWIGPendingException.Set(new global::Prepack.PrepackException((global::Prepack.StatusCode)status, message));
     }
 
@@ -175,7 +198,64 @@ static void PrepackThrowCSharp(int code, const char* message) {
     }
   }
   static protected PrepackExceptionHelper prepackExceptionHelper = new PrepackExceptionHelper();
+
+  // Makes the strings C++ hands out (see prepack.i): its bytes decoded by
+  // Encoding.UTF8, which turns invalid UTF-8 into U+FFFD where Mono's own
+  // marshalling of a char* throws ExecutionEngineException.
+  protected class PrepackStringHelper {
+    public delegate global::System.IntPtr StringDelegate(global::System.IntPtr utf8, int length);
+    static StringDelegate stringDelegate = new StringDelegate(Create);
+
+    [global::System.Runtime.InteropServices.DllImport("$dllimport", EntryPoint="PrepackRegisterStringCallback")]
+    public static extern void Register(StringDelegate callback);
+
+    public static string Decode(global::System.IntPtr utf8, int length) {
+      byte[] bytes = new byte[length];
+      if (length > 0) global::System.Runtime.InteropServices.Marshal.Copy(utf8, bytes, 0, length);
+      return global::System.Text.Encoding.UTF8.GetString(bytes);
+    }
+
+    static global::System.IntPtr Create(global::System.IntPtr utf8, int length) {
+      return global::System.Runtime.InteropServices.GCHandle.ToIntPtr(
+          global::System.Runtime.InteropServices.GCHandle.Alloc(Decode(utf8, length)));
+    }
+
+    static PrepackStringHelper() {
+      Register(stringDelegate);
+    }
+  }
+  static protected PrepackStringHelper prepackStringHelper = new PrepackStringHelper();
+
+  // The string behind a handle from PrepackStringHelper.Create, freeing the
+  // handle; null for none (an exception is pending then).
+  internal static string PrepackTakeString(global::System.IntPtr handle) {
+    if (handle == global::System.IntPtr.Zero) return null;
+    global::System.Runtime.InteropServices.GCHandle h = global::System.Runtime.InteropServices.GCHandle.FromIntPtr(handle);
+    string s = (string)h.Target;
+    h.Free();
+    return s;
+  }
 %}
+/* Strings out of C++ (detokenize's text, token and result text, messages,
+** StringVector's elements) leave as their bytes and are decoded by C#'s
+** Encoding.UTF8: SWIG's std::string typemaps hand Mono a char* to marshal,
+** which throws ExecutionEngineException on a partial character (detokenize
+** of one byte-fallback id) and stops at an embedded NUL. Strings in keep
+** SWIG's marshalling, which encodes C#'s UTF-16 (surrogate pairs included)
+** as UTF-8. */
+%typemap(ctype, out="void*")                  std::string, const std::string& "const char *"
+%typemap(imtype, out="global::System.IntPtr") std::string, const std::string& "string"
+%typemap(out) std::string       %{ $result = PrepackCSharpStringOf($1); %}
+%typemap(out) const std::string& %{ $result = PrepackCSharpStringOf(*$1); %}
+%typemap(csout, excode=SWIGEXCODE) std::string, const std::string& {
+    string ret = $imclassname.PrepackTakeString($imcall);$excode
+    return ret;
+  }
+%typemap(csvarout, excode=SWIGEXCODE2) const std::string& %{
+    get {
+      string ret = $imclassname.PrepackTakeString($imcall);$excode
+      return ret;
+    } %}
 %exception {
     try {
         $action
@@ -212,4 +292,5 @@ static void PrepackThrowCSharp(int code, const char* message) {
 %template(FloatVector)   std::vector<float>;
 %template(StringVector)  std::vector<std::string>;
 %template(RequestVector) std::vector<prepack::binding::Request>;
+%template(ChatMessageVector) std::vector<prepack::binding::ChatMessage>;
 %template(ResultVector)  std::vector<prepack::binding::Result>;

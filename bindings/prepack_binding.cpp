@@ -49,18 +49,65 @@ T Report(Status* status, Body&& body) {
     return T();
 }
 
+// A C conversation viewing a binding Conversation, which must outlive it.
+struct CChat {
+    prepack_chat                          c;
+    std::vector<prepack_chat_message>     messages;
+    std::vector<std::vector<const char*>> parts;   // each message's text parts
+
+    explicit CChat(const Conversation& conv) {
+        prepack_chat_init(&c);
+        messages.resize(conv.messages.size());
+        parts.resize(conv.messages.size());
+        for (size_t i = 0; i < conv.messages.size(); ++i) {
+            const ChatMessage&    in = conv.messages[i];
+            prepack_chat_message& m = messages[i];
+            prepack_chat_message_init(&m);
+            m.role = in.role.c_str();
+            if (in.has_content) m.content = in.content.c_str();
+            for (const std::string& p : in.content_parts) parts[i].push_back(p.c_str());
+            if (!parts[i].empty()) {
+                m.content_parts = parts[i].data();
+                m.n_content_parts = parts[i].size();
+            }
+            m.name = OrNull(in.name);
+            m.tool_calls_json = OrNull(in.tool_calls_json);
+            m.tool_call_id = OrNull(in.tool_call_id);
+        }
+        // NULL for none: the library answers "chat.messages is empty".
+        c.messages = messages.empty() ? nullptr : messages.data();
+        c.n_messages = messages.size();
+        c.tools_json = OrNull(conv.tools_json);
+        c.kwargs_json = OrNull(conv.kwargs_json);
+        c.add_generation_prompt = conv.add_generation_prompt ? 1 : 0;
+        c.template_name = OrNull(conv.template_name);
+    }
+    CChat(const CChat&) = delete;
+    CChat& operator=(const CChat&) = delete;
+
+    static const char* OrNull(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
+};
+
 // A C request viewing a binding Request, which must outlive it.
 struct CRequest {
     prepack_request          c;
     std::vector<const char*> stop;
+    std::unique_ptr<CChat>   chat;
 
     explicit CRequest(const Request& r) {
+        static const int32_t kNoTokens = 0;   // a non-NULL pointer for an empty token prompt
         prepack_request_init(&c);
-        if (r.prompt_tokens.empty()) {
-            c.prompt = r.prompt.c_str();
-        } else {
-            c.prompt_tokens = r.prompt_tokens.data();
+        const bool tokens = r.prompt_tokens_set || !r.prompt_tokens.empty();
+        if (tokens) {
+            c.prompt_tokens = r.prompt_tokens.empty() ? &kNoTokens : r.prompt_tokens.data();
             c.n_prompt_tokens = r.prompt_tokens.size();
+        }
+        if (r.has_chat) {
+            chat = std::make_unique<CChat>(r.chat);
+            c.chat = &chat->c;
+            if (!r.prompt.empty()) c.prompt = r.prompt.c_str();   // refused by the library, as in C
+        } else if (!tokens) {
+            c.prompt = r.prompt.c_str();
         }
         c.add_bos = r.add_bos ? 1 : 0;
         c.parse_special = r.parse_special ? 1 : 0;
@@ -98,18 +145,6 @@ Usage ToUsage(const prepack_usage& u) {
     return out;
 }
 
-// Copies one batch result; the C strings may be NULL for requests that never ran.
-Result ToResult(const prepack_result& r) {
-    Result out;
-    if (r.tokens != nullptr) out.tokens.assign(r.tokens, r.tokens + r.n_tokens);
-    if (r.text != nullptr) out.text.assign(r.text, r.text_len);
-    out.finish_reason = r.finish_reason;
-    out.status = r.status;
-    if (r.message != nullptr) out.message = r.message;
-    out.usage = ToUsage(r.usage);
-    return out;
-}
-
 }  // namespace
 
 Error::Error(int code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -138,6 +173,12 @@ EngineOptions::EngineOptions() {
     max_running = o.max_running;
     policy = o.policy;
     dtype = o.dtype;
+}
+
+Conversation::Conversation() {
+    prepack_chat c;
+    prepack_chat_init(&c);
+    add_generation_prompt = c.add_generation_prompt != 0;
 }
 
 Request::Request() {
@@ -185,11 +226,17 @@ NextResult Stream::Next(int64_t timeout_ms, Status* status) {
             // The event's pointers die at the next call: copy everything now.
             token_.id = ev.token;
             token_.text.assign(ev.text, ev.text_len);
+            if (ev.reasoning != nullptr) {
+                token_.reasoning.assign(ev.reasoning, ev.reasoning_len);
+            } else {
+                token_.reasoning.clear();
+            }
             token_.logprob = ev.logprob;
             token_.top_ids.assign(ev.top_ids, ev.top_ids + ev.n_top);
             token_.top_logprobs.assign(ev.top_logprobs, ev.top_logprobs + ev.n_top);
             result_.tokens.push_back(ev.token);
             result_.text += token_.text;
+            result_.reasoning += token_.reasoning;
             return NEXT_TOKEN;
         }
         ended_ = true;
@@ -197,6 +244,7 @@ NextResult Stream::Next(int64_t timeout_ms, Status* status) {
         result_.status = ev.status;
         result_.message = ev.message != nullptr ? ev.message : "";
         result_.usage = ToUsage(ev.usage);
+        result_.usage.reasoning_tokens = ev.reasoning_tokens;
         return NEXT_END;
     });
 }
@@ -258,6 +306,7 @@ Engine* Engine::Open(const EngineOptions& options, Status* status) {
         o.max_running = options.max_running;
         SetRawEnum(&o.policy, options.policy);
         SetRawEnum(&o.dtype, options.dtype);
+        if (!options.chat_template_file.empty()) o.chat_template_file = options.chat_template_file.c_str();
         prepack_engine* e = nullptr;
         Check(prepack_engine_create(&o, &e));
         std::unique_ptr<prepack_engine, void (*)(prepack_engine*)> owned(e, prepack_engine_destroy);
@@ -339,18 +388,42 @@ std::vector<Result> Engine::GenerateBatch(const std::vector<Request>& requests, 
             c.push_back(std::make_unique<CRequest>(r));
             pointers.push_back(&c.back()->c);
         }
-        prepack_result* raw = nullptr;
-        Check(prepack_generate_batch(engine_, pointers.data(), pointers.size(), nullptr, &raw));
-        const size_t n = pointers.size();
-        // Freed exactly once, by the library's own function, even if a copy throws.
+        // The streaming batch, read to the end stream by stream as
+        // prepack_generate_batch does, so that results carry what only the
+        // events have (a chat's thinking, its reasoning_tokens).
+        std::vector<prepack_stream*> raw(pointers.size(), nullptr);
+        Check(prepack_generate_batch_start(engine_, pointers.data(), pointers.size(), raw.data()));
+        // Those not yet read are freed here whatever happens below.
         struct Free {
-            prepack_result* r;
-            size_t          n;
-            ~Free() { prepack_results_free(r, n); }
-        } free_results{raw, n};
+            std::vector<prepack_stream*>& streams;
+            ~Free() {
+                for (prepack_stream* s : streams) prepack_stream_destroy(s);
+            }
+        } free_streams{raw};
         std::vector<Result> out;
-        out.reserve(n);
-        for (size_t i = 0; i < n; ++i) out.push_back(ToResult(raw[i]));
+        out.reserve(raw.size());
+        for (prepack_stream*& s : raw) {
+            Stream stream(s);   // frees this request's engine state at the end of the iteration
+            s = nullptr;
+            while (stream.Next(-1, nullptr) != NEXT_END) {
+            }
+            out.push_back(stream.result());
+        }
+        return out;
+    });
+}
+
+ChatPrompt Engine::RenderChat(const Conversation& conversation, Status* status) {
+    return Report<ChatPrompt>(status, [&] {
+        std::shared_lock<std::shared_mutex> lock(mu_);
+        if (engine_ == nullptr) throw Error(PREPACK_FAILED_PRECONDITION, "engine is closed");
+        CChat c(conversation);
+        prepack_chat_prompt* raw = nullptr;
+        Check(prepack_chat_render(engine_, &c.c, &raw));
+        std::unique_ptr<prepack_chat_prompt, void (*)(prepack_chat_prompt*)> owned(raw, prepack_chat_prompt_free);
+        ChatPrompt out;
+        out.text.assign(raw->text, raw->text_len);
+        out.ids.assign(raw->tokens, raw->tokens + raw->n_tokens);
         return out;
     });
 }

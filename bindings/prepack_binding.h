@@ -77,13 +77,52 @@ struct EngineOptions {
     int32_t     max_running;
     int32_t     policy;            // prepack_policy
     int32_t     dtype;             // prepack_dtype: how weight matrices are stored
+    std::string chat_template_file;   // a Jinja chat template for chat requests; "" = the model's own
 };
 
-// One generation request. Defaults are prepack_request_init's.
+// One message of a conversation (prepack_chat_message). Its content is
+// `content` when has_content, and the text parts `content_parts` when there
+// are any (both at once is the library's INVALID_ARGUMENT); neither is no
+// content (an assistant turn of tool calls only). "" is none for the rest.
+struct ChatMessage {
+    std::string              role;              // "system", "user", "assistant", "tool", ...
+    std::string              content;
+    bool                     has_content = true;
+    std::vector<std::string> content_parts;     // joined by "\n" for templates that expect a string
+    std::string              name;
+    std::string              tool_calls_json;   // a JSON list of OpenAI tool calls
+    std::string              tool_call_id;      // which call a "tool" message answers
+};
+
+// A conversation for the model's chat template (prepack_chat). Defaults are
+// prepack_chat_init's; "" is none for the strings.
+struct Conversation {
+    Conversation();
+    std::vector<ChatMessage> messages;
+    std::string              tools_json;              // a JSON list of tool definitions
+    std::string              kwargs_json;             // a JSON object of further template variables
+    bool                     add_generation_prompt;   // end with the assistant's opening
+    std::string              template_name;           // one of the model's named templates ("tool_use")
+};
+
+// A conversation rendered as a chat request would be (prepack_chat_render).
+struct ChatPrompt {
+    std::string          text;
+    std::vector<int32_t> ids;   // BOS as the vocabulary says
+};
+
+// One generation request. Defaults are prepack_request_init's. Its prompt
+// is `chat` when has_chat, else prompt_tokens when non-empty or
+// prompt_tokens_set, else `prompt`. With has_chat, a non-empty prompt or
+// prompt_tokens (or prompt_tokens_set) still goes to the library, which
+// refuses the mix (INVALID_ARGUMENT), as it does empty prompt_tokens.
 struct Request {
     Request();
-    std::string              prompt;          // used when prompt_tokens is empty
+    std::string              prompt;          // UTF-8 text
     std::vector<int32_t>     prompt_tokens;   // taken as given (no BOS added)
+    bool                     prompt_tokens_set = false;   // prompt_tokens is the prompt even when empty
+    bool                     has_chat = false;            // `chat` is the prompt
+    Conversation             chat;            // rendered by the model's chat template
     bool                     add_bos;         // BOS (and EOS) as the vocabulary says
     bool                     parse_special;   // control-token text (<|eot_id|>) in `prompt` becomes that token
     int32_t                  max_tokens;
@@ -107,6 +146,7 @@ struct Request {
 struct Token {
     int32_t              id = 0;
     std::string          text;                // whole UTF-8; may be empty while text is pending
+    std::string          reasoning;           // chat with thinking: this token's thinking text, apart from text
     float                logprob = 0.0f;
     std::vector<int32_t> top_ids;             // request.logprobs alternatives, best first
     std::vector<float>   top_logprobs;
@@ -120,12 +160,14 @@ struct Usage {
     double  ttft_ms = 0.0;
     double  total_ms = 0.0;
     double  pruned_fraction = 0.0;
+    int32_t reasoning_tokens = 0;   // chat with thinking: generated tokens that were thinking
 };
 
 // A finished request: everything a stream delivered and how it ended.
 struct Result {
     std::vector<int32_t> tokens;
-    std::string          text;
+    std::string          text;                                  // for a chat with thinking: the answer
+    std::string          reasoning;                             // ... and the thinking, apart
     int32_t              finish_reason = PREPACK_FINISH_NONE;   // prepack_finish_reason
     int32_t              status = PREPACK_OK;                   // prepack_status
     std::string          message;                               // "" when OK
@@ -188,10 +230,15 @@ public:
     // than OK (cancelled, deadline) is an error.
     Result Generate(const Request& request, Status* status);
     // Runs requests as one offline batch (under the BATCHLLM policy shared
-    // prefixes are computed once); results in request order. A request that
-    // fails has its status in its result; the call itself fails only for an
-    // empty list, a closed engine or shutdown.
+    // prefixes are computed once); results in request order, each as a
+    // Stream would end (thinking and reasoning_tokens included). A request
+    // that fails has its status in its result; the call itself fails only
+    // for an empty list, a closed engine or shutdown.
     std::vector<Result> GenerateBatch(const std::vector<Request>& requests, Status* status);
+    // The prompt a chat request of `conversation` gets: INVALID_ARGUMENT (a
+    // bad message, bad JSON, a template error), FAILED_PRECONDITION (no chat
+    // template), RESOURCE_EXHAUSTED (past the render limits).
+    ChatPrompt RenderChat(const Conversation& conversation, Status* status);
     // Token ids of `text`: BOS/EOS as the vocabulary says when add_special;
     // control-token text (<|eot_id|>, <|im_end|>) is that token only with
     // parse_special, else ordinary text (prepack_tokenize_special).

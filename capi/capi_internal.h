@@ -91,5 +91,7 @@ char* CopyString(const std::string& s);
 
 // The engine's request for a caller's prepack_request (INVALID_ARGUMENT naming the field).
 absl::StatusOr<Request> ToRequest(const prepack_request* in);
+// The engine's conversation for a caller's prepack_chat (INVALID_ARGUMENT naming the field).
+absl::StatusOr<Conversation> ToConversation(const prepack_chat* in);
 
 }  // namespace prepack::capi

@@ -52,6 +52,7 @@ prepack_status prepack_engine_create(const prepack_engine_options* options, prep
         eo.kv_block_size = o.kv_block_size;
         eo.max_batch_tokens = o.max_batch_tokens;
         eo.max_running = o.max_running;
+        if (o.chat_template_file != nullptr) eo.chat_template_file = o.chat_template_file;
         eo.policy = o.policy == PREPACK_POLICY_LRU        ? prepack::SchedulePolicy::kLru
                     : o.policy == PREPACK_POLICY_BATCHLLM ? prepack::SchedulePolicy::kBatchLlm
                                                           : prepack::SchedulePolicy::kFcfs;

@@ -11,7 +11,13 @@ absl::StatusOr<Request> ToRequest(const prepack_request* in) {
     prepack_request_init(&r);
     if (!CopySized(in, &r)) return absl::InvalidArgumentError("request.struct_size is not set (call prepack_request_init)");
     Request out;
-    if (r.prompt_tokens != nullptr) {
+    if (r.chat != nullptr) {
+        if (r.prompt != nullptr || r.prompt_tokens != nullptr) {
+            return absl::InvalidArgumentError("request.chat is set: prompt and prompt_tokens must be NULL");
+        }
+        PP_ASSIGN_OR_RETURN(Conversation c, ToConversation(r.chat));
+        out.chat = std::make_shared<const Conversation>(std::move(c));
+    } else if (r.prompt_tokens != nullptr) {
         out.prompt_tokens.assign(r.prompt_tokens, r.prompt_tokens + r.n_prompt_tokens);
         if (out.prompt_tokens.empty()) return absl::InvalidArgumentError("prompt_tokens is empty");
     } else if (r.prompt != nullptr) {
@@ -85,6 +91,8 @@ void FillEvent(prepack_stream* s, prepack_event* out) {
         ev.top_ids = s->top_ids.data();
         ev.top_logprobs = s->top_logprobs.data();
         ev.n_top = s->top_ids.size();
+        ev.reasoning = e.reasoning.c_str();
+        ev.reasoning_len = e.reasoning.size();
     } else {
         ev.kind = PREPACK_EVENT_END;
         ev.finish_reason = ToC(e.finish_reason);
@@ -92,6 +100,7 @@ void FillEvent(prepack_stream* s, prepack_event* out) {
         s->message = std::string(e.status.message());
         ev.message = s->message.c_str();
         ev.usage = ToC(e.usage);
+        ev.reasoning_tokens = e.usage.reasoning_tokens;
     }
     WriteSized(ev, out);
 }
@@ -117,6 +126,7 @@ void prepack_event_init(prepack_event* e) {
     e->struct_size = sizeof *e;
     e->text = "";
     e->message = "";
+    e->reasoning = "";
 }
 
 prepack_status prepack_generate_start(prepack_engine* engine, const prepack_request* request, prepack_stream** stream) {

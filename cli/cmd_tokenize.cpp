@@ -56,13 +56,17 @@ void AddTokenize(CLI::App& app, int* exit_code) {
     auto* o = new TokenizeOptions();
     CLI::App* cmd = app.add_subcommand("tokenize", "Print a text's token ids (the text from --prompt or stdin)");
     cmd->add_option("--model", o->model, "GGUF file or synthetic:NAME (only its vocabulary is read)")->required();
-    cmd->add_option("--prompt", o->prompt, "the text (default: all of stdin)")
-        ->each([o](const std::string&) { o->prompt_given = true; });
+    // Given at all, even as the empty text (--prompt="" or --prompt ''), it is
+    // the text: stdin is read only without it.
+    CLI::Option* prompt = cmd->add_option("--prompt", o->prompt, "the text (default: all of stdin)");
     cmd->add_flag("--no-special", o->no_special, "add no BOS/EOS (llama.cpp's add_special = false)");
     cmd->add_flag("--parse-special", o->parse_special,
                   "read control-token text such as <|eot_id|> as that token (off: it is plain text)");
     cmd->add_flag("--json", o->json, "print {\"ids\": [...], \"pieces\": [...]}");
-    cmd->callback([o, exit_code]() { *exit_code = Run(*o); });
+    cmd->callback([o, prompt, exit_code]() {
+        o->prompt_given = prompt->count() > 0;
+        *exit_code = Run(*o);
+    });
 }
 
 }  // namespace prepack::cli

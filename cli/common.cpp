@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "core/base/runtime.h"
 
@@ -15,7 +17,57 @@ std::optional<cpu::DType> ExplicitKvDType(const CommonOptions& o) {
     return ParseDType(o.kv_dtype).value_or(cpu::DType::kF32);
 }
 
+// The option `name` ("--prompt") names in `app` or an app above it.
+const CLI::Option* FindOption(const CLI::App* app, const std::string& name) {
+    for (; app != nullptr; app = app->get_parent()) {
+        if (const CLI::Option* opt = app->get_option_no_throw(name)) return opt;
+    }
+    return nullptr;
+}
+
+const CLI::App* FindSubcommand(const CLI::App* app, const std::string& name) {
+    const std::vector<const CLI::App*> subs =
+        app->get_subcommands([&](const CLI::App* s) { return s->check_name(name); });
+    return subs.empty() ? nullptr : subs.front();
+}
+
 }  // namespace
+
+void ParseCommandLine(CLI::App& app, int argc, const char* const* argv) {
+    if (argc < 1) return app.parse(argc, argv);
+    std::vector<std::string> args{argv[0]};
+    const CLI::App*          at = &app;   // the subcommand the arguments so far select
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--") {   // the end of options: the rest as it is
+            args.insert(args.end(), argv + i, argv + argc);
+            break;
+        }
+        if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+            const size_t        eq = a.find('=');
+            const CLI::Option* opt = FindOption(at, a.substr(0, eq));
+            if (opt != nullptr && opt->get_items_expected_min() > 0) {   // takes a value
+                if (eq == std::string::npos) {   // --name VALUE: the value is not a subcommand
+                    args.push_back(a);
+                    if (i + 1 < argc) args.push_back(argv[++i]);
+                    continue;
+                }
+                if (eq + 1 == a.size()) {   // --name=
+                    args.push_back(a.substr(0, eq));
+                    args.emplace_back();
+                    continue;
+                }
+            }
+        } else if (const CLI::App* sub = FindSubcommand(at, a)) {
+            at = sub;
+        }
+        args.push_back(a);
+    }
+    std::vector<const char*> pointers;
+    pointers.reserve(args.size());
+    for (const std::string& a : args) pointers.push_back(a.c_str());
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
+}
 
 cpu::DType KvDType(const CommonOptions& o, const Model& model) {
     return ExplicitKvDType(o).value_or(model.weights().dtype);

@@ -50,4 +50,12 @@ EngineOptions EngineOptionsFrom(const CommonOptions& o, int32_t max_batch_tokens
 // Prints "prepack: <status message>" to stderr; returns the exit code for it.
 int Fail(const absl::Status& s);
 
+// app.parse(argc, argv), except that `--name=` with nothing after the '='
+// gives an option that takes a value the empty value, as `--name ""` does:
+// CLI11 2.1 reads it as a bare `--name` and takes the next argument as the
+// value (`--prompt= --max-tokens=3` was the prompt "--max-tokens=3"), or
+// fails with "1 required TEXT missing" when nothing follows. Flags keep
+// CLI11's meaning of `--flag=`. Throws what app.parse throws.
+void ParseCommandLine(CLI::App& app, int argc, const char* const* argv);
+
 }  // namespace prepack::cli

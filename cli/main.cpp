@@ -3,12 +3,15 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 
 int main(int argc, char** argv) {
     CLI::App app{"prepack: LLM inference with prepacked prefill, LazyLLM pruning and BatchLLM scheduling"};
     app.require_subcommand(1);
     int exit_code = 0;
     prepack::cli::AddGenerate(app, &exit_code);
+    prepack::cli::AddChat(app, &exit_code);
+    prepack::cli::AddChatTemplate(app, &exit_code);
     prepack::cli::AddInspect(app, &exit_code);
     prepack::cli::AddTokenize(app, &exit_code);
     prepack::cli::AddBatch(app, &exit_code);
@@ -23,7 +26,7 @@ int main(int argc, char** argv) {
     eval->require_subcommand(1);
     prepack::cli::AddEvalLazy(*eval, &exit_code);
     try {
-        app.parse(argc, argv);
+        prepack::cli::ParseCommandLine(app, argc, argv);   // app.parse, with `--prompt=` the empty text
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     } catch (const std::exception& e) {

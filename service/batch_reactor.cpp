@@ -139,6 +139,9 @@ bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {
     if (ev.kind == PREPACK_EVENT_TOKEN) {
         r.add_token_ids(ev.token);
         r.mutable_text()->append(ev.text, ev.text_len);
+        if (ev.reasoning != nullptr && ev.reasoning_len > 0) {
+            r.mutable_reasoning()->append(ev.reasoning, ev.reasoning_len);
+        }
         if (request_.requests(static_cast<int>(run->index)).logprobs() ||
             request_.requests(static_cast<int>(run->index)).top_logprobs() > 0) {
             AddLogprob(ev, r.add_logprobs());
@@ -146,7 +149,7 @@ bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {
         return false;
     }
     r.set_finish_reason(ToProto(ev.finish_reason));
-    FillUsage(ev.usage, r.mutable_usage());
+    FillUsage(ev, r.mutable_usage());
     grpc::StatusCode code = static_cast<grpc::StatusCode>(ev.status);
     std::string message = ev.message;
     if (code == grpc::StatusCode::CANCELLED && server_cancelled()) {
@@ -183,6 +186,7 @@ void BatchReactor::Complete(size_t k) {
     ReleaseSlot();
     // The text was assembled from whole-character pieces; check anyway.
     done.result.set_text(ToValidUtf8(done.result.text()));
+    if (!done.result.reasoning().empty()) done.result.set_reasoning(ToValidUtf8(done.result.reasoning()));
     const int32_t prompt_tokens = done.result.usage().prompt_tokens();
     Answer(done.index, std::move(done.result), prompt_tokens);
 }

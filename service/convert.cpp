@@ -26,6 +26,11 @@ void FillUsage(const prepack_usage& u, prepack::v1::Usage* out) {
     out->set_total_ms(u.total_ms);
 }
 
+void FillUsage(const prepack_event& end, prepack::v1::Usage* out) {
+    FillUsage(end.usage, out);
+    out->set_reasoning_tokens(end.reasoning_tokens);
+}
+
 void AddLogprob(const prepack_event& e, prepack::v1::TokenLogprob* out) {
     out->set_token_id(e.token);
     out->set_logprob(e.logprob);

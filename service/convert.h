@@ -12,6 +12,9 @@ namespace prepackd {
 
 prepack::v1::FinishReason ToProto(prepack_finish_reason reason);
 void FillUsage(const prepack_usage& usage, prepack::v1::Usage* out);
+// An END event's usage, with what the event carries besides prepack_usage
+// (reasoning_tokens).
+void FillUsage(const prepack_event& end, prepack::v1::Usage* out);
 // Appends a TOKEN event's logprob (and alternatives) to *out.
 void AddLogprob(const prepack_event& event, prepack::v1::TokenLogprob* out);
 

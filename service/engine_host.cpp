@@ -35,6 +35,7 @@ grpc::Status EngineHost::Load(const ServerOptions& o) {
                                          : PREPACK_POLICY_FCFS;
     eo.dtype = o.dtype == "bf16" ? PREPACK_DTYPE_BF16 : PREPACK_DTYPE_F32;
     eo.device = o.device == "cuda" ? PREPACK_DEVICE_CUDA : PREPACK_DEVICE_CPU;
+    if (!o.chat_template_file.empty()) eo.chat_template_file = o.chat_template_file.c_str();
     prepack_engine* engine = nullptr;
     if (prepack_status st = prepack_engine_create(&eo, &engine); st != PREPACK_OK) {
         return ToGrpc(st, prepack_last_error());

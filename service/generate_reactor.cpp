@@ -14,10 +14,13 @@ constexpr int64_t kPollMs = 250;
 
 }  // namespace
 
-GenerateReactor::GenerateReactor(EngineHost* host, std::string id, const grpc::ByteBuffer& request,
+const char* RpcName(StreamRpc rpc) { return rpc == StreamRpc::kChat ? "Chat" : "Generate"; }
+
+GenerateReactor::GenerateReactor(EngineHost* host, StreamRpc rpc, std::string id, const grpc::ByteBuffer& request,
                                  std::chrono::system_clock::time_point deadline, size_t capacity,
                                  std::chrono::steady_clock::time_point received)
     : PumpedWriter(host, capacity),
+      rpc_(rpc),
       id_(std::move(id)),
       bytes_(request),
       deadline_(deadline),
@@ -31,6 +34,19 @@ void GenerateReactor::StopWork() {
     if (stream_ != nullptr) prepack_stream_cancel(stream_);
 }
 
+grpc::Status GenerateReactor::Decode() {
+    grpc::Status s;
+    if (rpc_ == StreamRpc::kChat) {
+        prepack::v1::ChatRequest chat;
+        s = DecodeRequest(bytes_, &chat);
+        if (s.ok()) request_ = ToGenerateRequest(&chat);
+    } else {
+        s = DecodeRequest(bytes_, &request_);
+    }
+    bytes_.Clear();
+    return s;
+}
+
 bool GenerateReactor::Start(grpc::Status* status, int32_t* prompt_tokens) {
     if (gone()) {   // cancelled before the pump ran: nothing to tokenize for
         *status = grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled before it started");
@@ -38,12 +54,11 @@ bool GenerateReactor::Start(grpc::Status* status, int32_t* prompt_tokens) {
     }
     // Decoding (megabytes, for a long prompt) and tokenizing happen here,
     // on the call's own thread.
-    *status = DecodeRequest(bytes_, &request_);
-    bytes_.Clear();
+    *status = Decode();
     if (!status->ok()) return false;
     PreparedRequest prepared;
     *status = PrepareRequest(request_, "", host()->engine(), host()->model(), host()->max_prompt_bytes(), deadline_,
-                             &prepared);
+                             &prepared, rpc_ == StreamRpc::kChat ? "conversation" : "chat");
     *prompt_tokens = static_cast<int32_t>(prepared.prompt_ids.size());
     if (!status->ok()) return false;
     prepack_stream* stream = nullptr;
@@ -70,6 +85,9 @@ grpc::Status GenerateReactor::Run(RequestRecord* rec) {
             prepack::v1::GenerateResponse r;
             r.add_token_ids(ev.token);
             r.set_text(ToValidUtf8(std::string_view(ev.text, ev.text_len)));
+            if (ev.reasoning != nullptr && ev.reasoning_len > 0) {
+                r.set_reasoning(ToValidUtf8(std::string_view(ev.reasoning, ev.reasoning_len)));
+            }
             if (logprobs) AddLogprob(ev, r.add_logprobs());
             Push(r);   // false: the client is gone; read on to the END event
             continue;
@@ -81,7 +99,7 @@ grpc::Status GenerateReactor::Run(RequestRecord* rec) {
         if (ev.status == PREPACK_OK) {
             prepack::v1::GenerateResponse last;
             last.set_finish_reason(ToProto(ev.finish_reason));
-            FillUsage(ev.usage, last.mutable_usage());
+            FillUsage(ev, last.mutable_usage());
             Push(last);
         }
         return ToGrpc(ev.status, ev.message);
@@ -91,7 +109,7 @@ grpc::Status GenerateReactor::Run(RequestRecord* rec) {
 void GenerateReactor::Pump() {
     RequestRecord rec;
     rec.id = id_;
-    rec.rpc = "Generate";
+    rec.rpc = RpcName(rpc_);
     grpc::Status final;
     if (Start(&final, &rec.prompt_tokens)) {
         final = Run(&rec);

@@ -61,22 +61,36 @@ grpc::Status PrepackService::Full(bool batch) const {
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* PrepackService::Generate(grpc::CallbackServerContext* context,
                                                                      const grpc::ByteBuffer* bytes) {
+    return StartStream(context, *bytes, StreamRpc::kGenerate);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* PrepackService::Chat(grpc::CallbackServerContext* context,
+                                                                 const grpc::ByteBuffer* bytes) {
+    return StartStream(context, *bytes, StreamRpc::kChat);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* PrepackService::StartStream(grpc::CallbackServerContext* context,
+                                                                        const grpc::ByteBuffer& bytes, StreamRpc rpc) {
     const auto received = Clock::now();
     const std::string id = std::to_string(host_->NextRequestId());
     auto refuse = [&](const grpc::Status& s) {
-        Refused(id, "Generate", s, received);
+        Refused(id, RpcName(rpc), s, received);
         return new RejectedWriter(s);
     };
     if (grpc::Status s = Admissible(context, true); !s.ok()) return refuse(s);
     if (Expired(context)) return refuse(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded before start"));
     // A text prompt too long to fit is refused from its length prefix alone:
-    // no slot, no thread, no decoding of megabytes.
-    if (const auto text = LeadingFieldLength(*bytes, prepack::v1::GenerateRequest::kTextFieldNumber)) {
-        if (grpc::Status s = CheckPromptBytes(*text, "text", host_->max_prompt_bytes()); !s.ok()) return refuse(s);
+    // no slot, no thread, no decoding of megabytes. (A conversation's size
+    // is its text's, not its length prefix's: the pump checks it once
+    // decoded, before anything is rendered.)
+    if (rpc == StreamRpc::kGenerate) {
+        if (const auto text = LeadingFieldLength(bytes, prepack::v1::GenerateRequest::kTextFieldNumber)) {
+            if (grpc::Status s = CheckPromptBytes(*text, "text", host_->max_prompt_bytes()); !s.ok()) return refuse(s);
+        }
     }
     if (!host_->admission().TryInteractive()) return refuse(Full(false));
     // Decoding, checking and tokenizing grow with the request: the pump's.
-    return new GenerateReactor(host_, id, *bytes, context->deadline(), stream_buffer_, received);
+    return new GenerateReactor(host_, rpc, id, bytes, context->deadline(), stream_buffer_, received);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* PrepackService::GenerateBatch(grpc::CallbackServerContext* context,
@@ -140,6 +154,27 @@ grpc::ServerUnaryReactor* PrepackService::Tokenize(grpc::CallbackServerContext* 
             }
             if (s.ok()) {
                 prepack::v1::TokenizeResponse r;
+                r.mutable_token_ids()->Add(ids.begin(), ids.end());
+                *response = Encode(r);
+            }
+            return s;
+        });
+}
+
+grpc::ServerUnaryReactor* PrepackService::RenderChat(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* bytes, grpc::ByteBuffer* response) {
+    return OnWorker<prepack::v1::RenderChatRequest>(
+        context, "RenderChat", *bytes, [this, response](const prepack::v1::RenderChatRequest& request) {
+            const std::string field = "conversation";
+            grpc::Status s = CheckConversation(request.conversation(), field, host_->max_prompt_bytes());
+            PreparedChat chat;
+            if (s.ok()) s = BuildChat(request.conversation(), field, &chat);
+            prepack::v1::RenderChatResponse r;
+            std::vector<int32_t> ids;
+            if (s.ok()) s = prepackd::RenderChat(host_->engine(), chat, field, r.mutable_text(), &ids);
+            if (s.ok()) {
+                // A template that writes bytes which are not UTF-8 (it could slice a string).
+                r.set_text(ToValidUtf8(r.text()));
                 r.mutable_token_ids()->Add(ids.begin(), ids.end());
                 *response = Encode(r);
             }

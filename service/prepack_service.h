@@ -6,10 +6,11 @@
 // shares (health checks too), so they do only work that does not grow with
 // the request: check the caller, the serving phase and the deadline, take
 // an admission slot, and hand the rest (decoding, checking, tokenizing,
-// generating) to a reactor with its own pump thread. Unary calls whose work
-// grows with the request (Tokenize, Detokenize) run whole on a small worker
-// pool; GetModelInfo and GetStats, whose requests are empty, are answered
-// in place.
+// generating) to a reactor with its own pump thread. Chat is Generate with
+// a conversation for a prompt: the same handler and reactor. Unary calls
+// whose work grows with the request (Tokenize, Detokenize, RenderChat) run
+// whole on a small worker pool; GetModelInfo and GetStats, whose requests
+// are empty, are answered in place.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -19,16 +20,18 @@
 
 #include "auth.h"
 #include "engine_host.h"
+#include "generate_reactor.h"
 #include "prepack/v1/prepack.grpc.pb.h"
 #include "worker_pool.h"
 
 namespace prepackd {
 
 using RawPrepackService = prepack::v1::Prepack::WithRawCallbackMethod_Generate<
-    prepack::v1::Prepack::WithRawCallbackMethod_GenerateBatch<
-        prepack::v1::Prepack::WithRawCallbackMethod_Tokenize<prepack::v1::Prepack::WithRawCallbackMethod_Detokenize<
-            prepack::v1::Prepack::WithRawCallbackMethod_GetModelInfo<
-                prepack::v1::Prepack::WithRawCallbackMethod_GetStats<prepack::v1::Prepack::Service>>>>>>;
+    prepack::v1::Prepack::WithRawCallbackMethod_GenerateBatch<prepack::v1::Prepack::WithRawCallbackMethod_Chat<
+        prepack::v1::Prepack::WithRawCallbackMethod_RenderChat<
+            prepack::v1::Prepack::WithRawCallbackMethod_Tokenize<prepack::v1::Prepack::WithRawCallbackMethod_Detokenize<
+                prepack::v1::Prepack::WithRawCallbackMethod_GetModelInfo<
+                    prepack::v1::Prepack::WithRawCallbackMethod_GetStats<prepack::v1::Prepack::Service>>>>>>>>;
 
 class PrepackService final : public RawPrepackService {
 public:
@@ -39,6 +42,10 @@ public:
                                                          const grpc::ByteBuffer* request) override;
     grpc::ServerWriteReactor<grpc::ByteBuffer>* GenerateBatch(grpc::CallbackServerContext* context,
                                                               const grpc::ByteBuffer* request) override;
+    grpc::ServerWriteReactor<grpc::ByteBuffer>* Chat(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* request) override;
+    grpc::ServerUnaryReactor* RenderChat(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
     grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
     grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
@@ -53,6 +60,9 @@ private:
     // more threads would only take cores from the engine.
     static constexpr int kWorkers = 2;
 
+    // Generate and Chat: the checks a handler makes, then a GenerateReactor.
+    grpc::ServerWriteReactor<grpc::ByteBuffer>* StartStream(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer& request, StreamRpc rpc);
     // OK when the caller may use the engine now: authenticated, and the
     // server SERVING (new work) or at least loaded (queries).
     grpc::Status Admissible(const grpc::CallbackServerContext* context, bool new_work) const;

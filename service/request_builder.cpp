@@ -1,7 +1,13 @@
 #include "request_builder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "engine_host.h"
 
@@ -50,11 +56,80 @@ grpc::Status CheckSampling(const prepack::v1::SamplingParams& s, const std::stri
     return grpc::Status::OK;
 }
 
+using Json = nlohmann::ordered_json;
+
+// Deeper JSON is refused before it is parsed: nesting only a hostile
+// client writes, which recursive code (serializing, a template's tojson)
+// would pay for with its stack. protobuf's own nesting limit.
+constexpr int kMaxJsonDepth = 100;
+
+// The deepest nesting of arrays and objects in `text`, counted outside
+// strings (linear, no parser); stops counting past kMaxJsonDepth.
+int JsonDepth(std::string_view text) {
+    int depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+            if (deepest > kMaxJsonDepth) break;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+// `text` parsed, or INVALID_ARGUMENT naming `field` and where it stops being JSON.
+grpc::Status ParseJson(const std::string& text, const std::string& field, Json* out) {
+    if (JsonDepth(text) > kMaxJsonDepth) {
+        return Invalid("", field, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    try {
+        *out = Json::parse(text);
+    } catch (const Json::parse_error& e) {
+        return Invalid("", field, "not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+    }
+    return grpc::Status::OK;
+}
+
+// INVALID_ARGUMENT when `value` holds a NUL character: the C ABI's strings
+// end at the first one, so the rest would silently be lost.
+grpc::Status NoNul(const std::string& value, const std::string& field) {
+    const size_t at = value.find('\0');
+    if (at == std::string::npos) return grpc::Status::OK;
+    return Invalid("", field,
+                   "contains a NUL character (byte " + std::to_string(at) + "), which text cannot hold here");
+}
+
+const char* OrNull(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
+
 // The prompt, checked without tokenizing: one is set, text is short enough
-// to be worth tokenizing, token ids are in the vocabulary.
+// to be worth tokenizing, token ids are in the vocabulary, a conversation
+// is well formed and short enough to be worth rendering.
 grpc::Status CheckPrompt(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_model_desc& model,
-                         uint64_t max_prompt_bytes) {
+                         uint64_t max_prompt_bytes, const std::string& chat_field) {
     switch (in.prompt_case()) {
+        case prepack::v1::GenerateRequest::kChat:
+            if (in.has_add_bos() && !in.add_bos()) {
+                return Invalid(p, "add_bos",
+                               "applies to text prompts only (a conversation's BOS is as its template and the "
+                               "vocabulary say)");
+            }
+            if (in.parse_special()) {
+                return Invalid(p, "parse_special",
+                               "applies to text prompts only (the text of a conversation's messages never becomes "
+                               "control tokens)");
+            }
+            return CheckConversation(in.chat(), p + chat_field, max_prompt_bytes);
         case prepack::v1::GenerateRequest::kText:
             return CheckPromptBytes(in.text().size(), p + "text", max_prompt_bytes);
         case prepack::v1::GenerateRequest::kTokenIds: {
@@ -74,7 +149,7 @@ grpc::Status CheckPrompt(const prepack::v1::GenerateRequest& in, const std::stri
         }
         case prepack::v1::GenerateRequest::PROMPT_NOT_SET: break;
     }
-    return Invalid(p, "prompt", "set text or token_ids");
+    return Invalid(p, "prompt", "set text, token_ids or chat");
 }
 
 // The prompt's ids (after CheckPrompt): token_ids as given, or the text
@@ -102,7 +177,7 @@ grpc::Status CheckPromptBytes(uint64_t bytes, const std::string& field, uint64_t
 }
 
 grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_model_desc& model,
-                          uint64_t max_prompt_bytes) {
+                          uint64_t max_prompt_bytes, const std::string& chat_field) {
     if (grpc::Status s = CheckSampling(in.sampling(), p); !s.ok()) return s;
     if (in.top_logprobs() < 0 || in.top_logprobs() > kMaxTopLogprobs) {
         return Invalid(p, "top_logprobs", "must be in [0, 20], got " + std::to_string(in.top_logprobs()));
@@ -115,7 +190,171 @@ grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::str
                        "must be -1 (no bound), 0 (the default) or a count > 0, got " +
                            std::to_string(in.lazy().revive_limit()));
     }
-    return CheckPrompt(in, p, model, max_prompt_bytes);
+    return CheckPrompt(in, p, model, max_prompt_bytes, chat_field);
+}
+
+uint64_t ConversationBytes(const prepack::v1::Conversation& c) {
+    uint64_t bytes = c.tools_json().size() + c.chat_template_kwargs_json().size();
+    for (const prepack::v1::ChatMessage& m : c.messages()) {
+        bytes += m.role().size() + m.content().size() + m.name().size() + m.tool_call_id().size();
+        for (const std::string& part : m.content_parts()) bytes += part.size();
+        for (const prepack::v1::ToolCall& call : m.tool_calls()) {
+            bytes += call.id().size() + call.name().size() + call.arguments_json().size();
+        }
+    }
+    return bytes;
+}
+
+grpc::Status CheckConversation(const prepack::v1::Conversation& c, const std::string& f, uint64_t max_prompt_bytes) {
+    // The size first: a huge conversation costs nothing more to refuse.
+    if (grpc::Status s = CheckPromptBytes(ConversationBytes(c), f, max_prompt_bytes); !s.ok()) return s;
+    if (c.messages().empty()) {
+        return Invalid(f, ".messages", "must not be empty: a conversation needs at least one message");
+    }
+    for (int i = 0; i < c.messages_size(); ++i) {
+        const prepack::v1::ChatMessage& m = c.messages(i);
+        const std::string at = f + ".messages[" + std::to_string(i) + "]";
+        if (m.role().empty()) {
+            return Invalid(at, ".role", "must be set (\"system\", \"user\", \"assistant\", \"tool\", ...)");
+        }
+        if (grpc::Status s = NoNul(m.role(), at + ".role"); !s.ok()) return s;
+        if (m.has_content() && m.content_parts_size() > 0) {
+            return Invalid(at, "", "set content or content_parts, not both");
+        }
+        if (grpc::Status s = NoNul(m.content(), at + ".content"); !s.ok()) return s;
+        for (int k = 0; k < m.content_parts_size(); ++k) {
+            if (grpc::Status s = NoNul(m.content_parts(k), at + ".content_parts[" + std::to_string(k) + "]"); !s.ok()) {
+                return s;
+            }
+        }
+        if (grpc::Status s = NoNul(m.name(), at + ".name"); !s.ok()) return s;
+        if (grpc::Status s = NoNul(m.tool_call_id(), at + ".tool_call_id"); !s.ok()) return s;
+        for (int j = 0; j < m.tool_calls_size(); ++j) {
+            const prepack::v1::ToolCall& call = m.tool_calls(j);
+            const std::string cat = at + ".tool_calls[" + std::to_string(j) + "]";
+            if (call.name().empty()) return Invalid(cat, ".name", "must be set (the function called)");
+            // The JSON parser would refuse a NUL in arguments_json anyway.
+            if (grpc::Status s = NoNul(call.id(), cat + ".id"); !s.ok()) return s;
+            if (grpc::Status s = NoNul(call.name(), cat + ".name"); !s.ok()) return s;
+        }
+    }
+    if (grpc::Status s = NoNul(c.tools_json(), f + ".tools_json"); !s.ok()) return s;
+    if (grpc::Status s = NoNul(c.chat_template_kwargs_json(), f + ".chat_template_kwargs_json"); !s.ok()) return s;
+    return NoNul(c.template_name(), f + ".template_name");
+}
+
+grpc::Status BuildChat(const prepack::v1::Conversation& c, const std::string& f, PreparedChat* out) {
+    out->messages.resize(static_cast<size_t>(c.messages_size()));
+    out->parts.resize(out->messages.size());
+    out->tool_calls.resize(out->messages.size());
+    for (int i = 0; i < c.messages_size(); ++i) {
+        const prepack::v1::ChatMessage& in = c.messages(i);
+        const std::string at = f + ".messages[" + std::to_string(i) + "]";
+        prepack_chat_message& m = out->messages[static_cast<size_t>(i)];
+        prepack_chat_message_init(&m);
+        m.role = in.role().c_str();
+        if (in.has_content()) {
+            m.content = in.content().c_str();
+        } else if (in.content_parts_size() > 0) {
+            std::vector<const char*>& parts = out->parts[static_cast<size_t>(i)];
+            for (const std::string& part : in.content_parts()) parts.push_back(part.c_str());
+            m.content_parts = parts.data();
+            m.n_content_parts = parts.size();
+        }   // else null content
+        m.name = OrNull(in.name());
+        m.tool_call_id = OrNull(in.tool_call_id());
+        if (in.tool_calls_size() > 0) {
+            Json calls = Json::array();
+            for (int j = 0; j < in.tool_calls_size(); ++j) {
+                const prepack::v1::ToolCall& tc = in.tool_calls(j);
+                const std::string field = at + ".tool_calls[" + std::to_string(j) + "].arguments_json";
+                Json arguments;
+                if (tc.arguments_json().empty()) {
+                    return Invalid("", field, "must be a JSON object ({} for no arguments)");
+                }
+                if (grpc::Status s = ParseJson(tc.arguments_json(), field, &arguments); !s.ok()) return s;
+                if (!arguments.is_object()) {
+                    return Invalid("", field,
+                                   std::string("must be a JSON object (templates read the arguments as a mapping), "
+                                               "got ") + arguments.type_name());
+                }
+                Json call = Json::object();
+                if (!tc.id().empty()) call["id"] = tc.id();
+                call["type"] = "function";
+                Json function = Json::object();
+                function["name"] = tc.name();
+                function["arguments"] = std::move(arguments);
+                call["function"] = std::move(function);
+                calls.push_back(std::move(call));
+            }
+            // Every string came from a decoded proto3 field: valid UTF-8.
+            out->tool_calls[static_cast<size_t>(i)] = calls.dump(-1, ' ', false, Json::error_handler_t::replace);
+            m.tool_calls_json = out->tool_calls[static_cast<size_t>(i)].c_str();
+        }
+    }
+    prepack_chat& chat = out->chat;
+    chat.messages = out->messages.data();
+    chat.n_messages = out->messages.size();
+    if (!c.tools_json().empty()) {
+        Json tools;
+        if (grpc::Status s = ParseJson(c.tools_json(), f + ".tools_json", &tools); !s.ok()) return s;
+        if (!tools.is_array()) {
+            return Invalid(f, ".tools_json",
+                           std::string("must be a JSON list of tool definitions, got ") + tools.type_name());
+        }
+        for (size_t k = 0; k < tools.size(); ++k) {
+            if (!tools[k].is_object()) {
+                return Invalid(f, ".tools_json", "item " + std::to_string(k) + " must be an object, got " +
+                                                     tools[k].type_name());
+            }
+        }
+        chat.tools_json = c.tools_json().c_str();
+    }
+    if (!c.chat_template_kwargs_json().empty()) {
+        Json kwargs;
+        const std::string field = f + ".chat_template_kwargs_json";
+        if (grpc::Status s = ParseJson(c.chat_template_kwargs_json(), field, &kwargs); !s.ok()) return s;
+        if (!kwargs.is_object()) {
+            return Invalid("", field, std::string("must be a JSON object, got ") + kwargs.type_name());
+        }
+        for (const char* reserved : {"messages", "tools", "add_generation_prompt"}) {
+            if (kwargs.contains(reserved)) {
+                return Invalid("", field,
+                               std::string("must not set \"") + reserved + "\" (the conversation's own fields do)");
+            }
+        }
+        chat.kwargs_json = c.chat_template_kwargs_json().c_str();
+    }
+    chat.add_generation_prompt = !c.has_add_generation_prompt() || c.add_generation_prompt() ? 1 : 0;
+    chat.template_name = OrNull(c.template_name());
+    return grpc::Status::OK;
+}
+
+grpc::Status RenderChat(const prepack_engine* engine, const PreparedChat& chat, const std::string& field,
+                        std::string* text, std::vector<int32_t>* ids) {
+    prepack_chat_prompt* prompt = nullptr;
+    const prepack_status st = prepack_chat_render(engine, &chat.chat, &prompt);
+    if (st != PREPACK_OK) {
+        const std::string why = prepack_last_error();
+        // The missing template is no field's fault: the library's words
+        // already name the ways to give one.
+        if (st == PREPACK_FAILED_PRECONDITION) return ToGrpc(st, why);
+        return ToGrpc(st, field + ": " + why);
+    }
+    std::unique_ptr<prepack_chat_prompt, void (*)(prepack_chat_prompt*)> owned(prompt, prepack_chat_prompt_free);
+    if (text != nullptr) text->assign(prompt->text, prompt->text_len);
+    if (ids != nullptr) ids->assign(prompt->tokens, prompt->tokens + prompt->n_tokens);
+    return grpc::Status::OK;
+}
+
+prepack::v1::GenerateRequest ToGenerateRequest(prepack::v1::ChatRequest* in) {
+    prepack::v1::GenerateRequest out;
+    out.mutable_chat()->Swap(in->mutable_conversation());
+    out.mutable_sampling()->Swap(in->mutable_sampling());
+    out.mutable_lazy()->Swap(in->mutable_lazy());
+    out.set_logprobs(in->logprobs());
+    out.set_top_logprobs(in->top_logprobs());
+    return out;
 }
 
 grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos, bool parse_special,
@@ -138,23 +377,36 @@ grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text,
 
 grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_engine* engine,
                             const prepack_model_desc& model, uint64_t max_prompt_bytes,
-                            std::chrono::system_clock::time_point deadline, PreparedRequest* out) {
-    if (grpc::Status s = CheckRequest(in, p, model, max_prompt_bytes); !s.ok()) return s;
-    if (grpc::Status s = PromptIds(in, p, engine, &out->prompt_ids); !s.ok()) return s;
-
+                            std::chrono::system_clock::time_point deadline, PreparedRequest* out,
+                            const std::string& chat_field) {
+    if (grpc::Status s = CheckRequest(in, p, model, max_prompt_bytes, chat_field); !s.ok()) return s;
     prepack_request& r = out->request;
+    if (in.prompt_case() == prepack::v1::GenerateRequest::kChat) {
+        // Rendered here for its length (the context check below, the log);
+        // the engine renders it again from request.chat, which makes it a
+        // chat request (reasoning apart, shared system prompts grouped).
+        if (grpc::Status s = BuildChat(in.chat(), p + chat_field, &out->chat); !s.ok()) return s;
+        if (grpc::Status s = RenderChat(engine, out->chat, p + chat_field, nullptr, &out->prompt_ids); !s.ok()) {
+            return s;
+        }
+        r.chat = &out->chat.chat;
+    } else {
+        if (grpc::Status s = PromptIds(in, p, engine, &out->prompt_ids); !s.ok()) return s;
+        r.prompt_tokens = out->prompt_ids.data();
+        r.n_prompt_tokens = out->prompt_ids.size();
+        r.add_bos = 0;   // already in prompt_ids when asked for
+    }
+
     const auto& s = in.sampling();
     if (s.has_max_tokens()) r.max_tokens = s.max_tokens();
     const int64_t total = static_cast<int64_t>(out->prompt_ids.size()) + r.max_tokens;
     if (total > model.context_length) {
+        const std::string prompt = r.chat != nullptr ? chat_field + " (rendered: " : "prompt (";
         return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                            p + "prompt (" + std::to_string(out->prompt_ids.size()) + " tokens) plus " + p +
+                            p + prompt + std::to_string(out->prompt_ids.size()) + " tokens) plus " + p +
                                 "sampling.max_tokens (" + std::to_string(r.max_tokens) +
                                 ") exceed the context length (" + std::to_string(model.context_length) + ")");
     }
-    r.prompt_tokens = out->prompt_ids.data();
-    r.n_prompt_tokens = out->prompt_ids.size();
-    r.add_bos = 0;   // already in prompt_ids when asked for
     if (s.has_temperature()) r.temperature = s.temperature();
     r.top_k = s.top_k();
     if (s.has_top_p()) r.top_p = s.top_p();

@@ -18,8 +18,25 @@
 
 namespace prepackd {
 
+// A prepack_chat and the storage its pointers borrow: what was built here
+// (tool calls as JSON, pointer arrays) and the strings of the
+// prepack.v1.Conversation it was built from, which must outlive it. Not
+// copyable or movable: `chat` points into the object itself.
+class PreparedChat {
+public:
+    PreparedChat() { prepack_chat_init(&chat); }
+    PreparedChat(const PreparedChat&) = delete;
+    PreparedChat& operator=(const PreparedChat&) = delete;
+
+    prepack_chat                          chat;
+    std::vector<prepack_chat_message>     messages;
+    std::vector<std::vector<const char*>> parts;        // per message: its content_parts
+    std::vector<std::string>              tool_calls;   // per message: tool_calls_json ("" = none)
+};
+
 // A prepack_request and the storage its pointers borrow. Not copyable or
-// movable: `request` points into the object itself.
+// movable: `request` points into the object itself. A chat request also
+// borrows the strings of the GenerateRequest it was prepared from.
 class PreparedRequest {
 public:
     PreparedRequest() { prepack_request_init(&request); }
@@ -27,10 +44,11 @@ public:
     PreparedRequest& operator=(const PreparedRequest&) = delete;
 
     prepack_request          request;
-    std::vector<int32_t>     prompt_ids;   // the prompt, tokenized here so its length is known
+    std::vector<int32_t>     prompt_ids;   // the prompt, tokenized (or rendered) here so its length is known
     std::vector<std::string> stop;
     std::vector<const char*> stop_ptrs;
     std::string              lazy_schedule;
+    PreparedChat             chat;         // a chat request's conversation (request.chat points here)
 };
 
 // OUT_OF_RANGE naming `field` when a text of `bytes` bytes is longer than
@@ -40,17 +58,56 @@ grpc::Status CheckPromptBytes(uint64_t bytes, const std::string& field, uint64_t
 // Every check that needs no tokenizer: the fields (INVALID_ARGUMENT naming
 // the field; `field_prefix` goes before field names, e.g. "requests[3]."
 // inside a batch) and the text's size (OUT_OF_RANGE past max_prompt_bytes).
+// `chat_field` is what errors call the conversation: "chat" (the
+// GenerateRequest field), or "conversation" for a request Chat made.
 grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::string& field_prefix,
-                          const prepack_model_desc& model, uint64_t max_prompt_bytes);
+                          const prepack_model_desc& model, uint64_t max_prompt_bytes,
+                          const std::string& chat_field = "chat");
 
-// CheckRequest, then tokenizes and fills *out. `deadline` is the call's
-// deadline (system_clock::time_point::max() for none); the time left goes to
-// the engine as deadline_ms. Returns CheckRequest's errors, OUT_OF_RANGE when
-// the prompt plus max_tokens exceed the context, or DEADLINE_EXCEEDED when
-// the deadline already passed.
+// CheckRequest, then tokenizes (a conversation: renders, through
+// prepack_chat_render) and fills *out, which borrows from `in` for a chat
+// request. `deadline` is the call's deadline (system_clock::time_point::max()
+// for none); the time left goes to the engine as deadline_ms. Returns
+// CheckRequest's errors, RenderChat's, OUT_OF_RANGE when the prompt plus
+// max_tokens exceed the context, or DEADLINE_EXCEEDED when the deadline
+// already passed.
 grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::string& field_prefix,
                             const prepack_engine* engine, const prepack_model_desc& model, uint64_t max_prompt_bytes,
-                            std::chrono::system_clock::time_point deadline, PreparedRequest* out);
+                            std::chrono::system_clock::time_point deadline, PreparedRequest* out,
+                            const std::string& chat_field = "chat");
+
+// The GenerateRequest a ChatRequest stands for (Chat runs it as Generate
+// would). Moves the conversation and the other fields out of *in.
+prepack::v1::GenerateRequest ToGenerateRequest(prepack::v1::ChatRequest* in);
+
+// The bytes of a conversation that bound its prompt like a text prompt's
+// (--max-prompt-bytes): every string in it (content, content_parts, roles,
+// names, tool calls, tools_json, the kwargs). A template writes them into
+// the prompt as they are and its markup only adds to them; the few bytes a
+// template leaves out (a role it writes as markup) are what makes many
+// empty messages cost their share too.
+uint64_t ConversationBytes(const prepack::v1::Conversation& c);
+
+// The checks of a conversation that need no JSON parser or template: at
+// least one message, each with a role, content or content_parts (not
+// both), tool calls with a name, no NUL characters (the C ABI's strings end
+// there), and ConversationBytes within max_prompt_bytes (OUT_OF_RANGE).
+// Errors name the field under `field` ("conversation", "requests[2].chat").
+grpc::Status CheckConversation(const prepack::v1::Conversation& c, const std::string& field,
+                               uint64_t max_prompt_bytes);
+
+// Fills *out from `c` (after CheckConversation): tool calls become the
+// C ABI's tool_calls_json, [{"id", "type": "function", "function": {"name",
+// "arguments": <the arguments_json object>}}]; tools_json must be a JSON
+// list of objects and chat_template_kwargs_json a JSON object.
+// INVALID_ARGUMENT naming the field for bad JSON. `c` must outlive *out.
+grpc::Status BuildChat(const prepack::v1::Conversation& c, const std::string& field, PreparedChat* out);
+
+// Renders a built conversation (prepack_chat_render): the prompt's text and
+// ids. FAILED_PRECONDITION when the model has no chat template;
+// INVALID_ARGUMENT (prefixed with `field`) for template errors.
+grpc::Status RenderChat(const prepack_engine* engine, const PreparedChat& chat, const std::string& field,
+                        std::string* text, std::vector<int32_t>* ids);
 
 // Tokenizes UTF-8 text through the C ABI (growing the buffer as it asks).
 grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos, bool parse_special,

@@ -37,6 +37,10 @@ int ParseServerOptions(int argc, char** argv, ServerOptions* o) {
         ->check(CLI::IsMember({"f32", "bf16"}))->capture_default_str();
     app.add_option("--device", o->device, "cpu, or cuda (an NVIDIA GPU; use with --dtype bf16)")
         ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+    app.add_option("--chat-template-file", o->chat_template_file,
+                   "Jinja chat template for Chat and RenderChat, instead of the model's tokenizer.chat_template "
+                   "(needed for a model without one)")
+        ->check(CLI::ExistingFile);
     app.add_option("--grace-seconds", o->grace_seconds, "on SIGTERM, time in-flight streams get to finish")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
     auto* cert = app.add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve TLS")

@@ -21,6 +21,7 @@ struct ServerOptions {
     std::string policy = "fcfs";                        // fcfs | lru | batchllm
     std::string dtype = "f32";                          // f32 | bf16
     std::string device = "cpu";                         // cpu | cuda
+    std::string chat_template_file;                     // Jinja chat template instead of the model's ("" = the model's)
     double      grace_seconds = 10.0;                   // SIGTERM: time left to in-flight streams
     std::string tls_cert;                               // PEM files; both or neither
     std::string tls_key;

@@ -18,6 +18,10 @@
 #include "core/model/tokenizer.h"
 #include "kernels/cpu/cpu_level.h"
 
+#ifndef PREPACK_FETCHED_MODELS_DIR
+#define PREPACK_FETCHED_MODELS_DIR "build/models"   // targets built without the definition
+#endif
+
 namespace prepack::testing {
 
 // The build's models folder, unless $PREPACK_MODELS_DIR names another (the
@@ -27,6 +31,13 @@ inline std::string ModelsDir() {
     return env != nullptr && *env != '\0' ? env : PREPACK_MODELS_DIR;
 }
 inline std::string StoriesDir() { return ModelsDir() + "/stories260K"; }
+
+// The real chat model scripts/get_models.sh fetches (SmolLM2-135M-Instruct,
+// Q4_1, ChatML template), unless $PREPACK_CHAT_MODEL names another file.
+inline std::string ChatModelPath() {
+    const char* env = std::getenv("PREPACK_CHAT_MODEL");
+    return env != nullptr && *env != '\0' ? env : PREPACK_FETCHED_MODELS_DIR "/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
 
 // Every CPU level up to the one this CPU has, lowest first (avx512-bf16
 // shares avx512's kernel table but has its own Q8_0 kernel, AVX-512 VNNI).
@@ -50,6 +61,15 @@ inline bool FileExists(const std::string& path) {
         if (!::prepack::testing::FileExists(::prepack::testing::StoriesDir() + "/stories260K.gguf")) { \
             GTEST_SKIP() << "stories260K model not found in " << ::prepack::testing::StoriesDir() \
                          << " (shared/models is absent); skipping";                            \
+        }                                                                                      \
+    } while (0)
+
+// GTEST_SKIP()s the calling test when the fetched chat model is absent.
+#define PREPACK_REQUIRE_CHAT_MODEL()                                                           \
+    do {                                                                                       \
+        if (!::prepack::testing::FileExists(::prepack::testing::ChatModelPath())) {            \
+            GTEST_SKIP() << ::prepack::testing::ChatModelPath()                                \
+                         << " is absent (scripts/get_models.sh fetches it); skipping";          \
         }                                                                                      \
     } while (0)
 

@@ -13,6 +13,16 @@
 //	}
 //	if err := stream.Err(); err != nil { ... }
 //
+// Chat requests carry a Conversation, rendered by the model's own chat
+// template (or Options.ChatTemplateFile), its messages' text never becoming
+// control tokens; a thinking model's <think> text arrives apart, in
+// Token.Reasoning:
+//
+//	chat := &prepack.Conversation{Messages: []prepack.Message{
+//		{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi there"}}}
+//	stream, err := engine.Chat(ctx, prepack.Request{Chat: chat, MaxTokens: 64})
+//	prompt, err := engine.RenderChat(*chat) // the text and ids it gets
+//
 // Errors are *Error values carrying the library's status Code; bad input
 // is an error, never a panic. Engines are safe for concurrent use; a
 // Stream is read by one goroutine, while Cancel and Close work from any.

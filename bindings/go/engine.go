@@ -54,10 +54,13 @@ func (e *Engine) Generate(ctx context.Context, req Request) (*Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Code: Cancelled, Message: "context done before the request started", cause: err}
 	}
-	n := req.toNative()
+	n, err := req.toNative()
+	if err != nil {
+		return nil, err
+	}
 	defer native.DeleteRequest(n)
 	var h native.Stream
-	err := e.use(func(eh native.Engine) error {
+	err = e.use(func(eh native.Engine) error {
 		return call(func(st native.Status) { h = eh.Start(n, st) })
 	})
 	if err != nil {
@@ -78,10 +81,11 @@ func (e *Engine) Complete(ctx context.Context, req Request) (*Result, error) {
 }
 
 // GenerateBatch runs requests as one offline batch (under BatchLLM shared
-// prefixes are computed once) and returns their results in order. A
-// request that fails reports it in its Result.Err; the error is for the
-// batch as a whole (no requests, a closed engine). ctx is checked before
-// the batch starts; a batch then runs to its end.
+// prefixes are computed once; chat requests share their common system
+// prompt) and returns their results in order. A request that fails reports
+// it in its Result.Err; the error is for the batch as a whole (no requests,
+// a closed engine, Chat.Kwargs that do not marshal to JSON). ctx is checked
+// before the batch starts; a batch then runs to its end.
 func (e *Engine) GenerateBatch(ctx context.Context, reqs []Request) ([]Result, error) {
 	if ctx != nil && ctx.Err() != nil {
 		return nil, &Error{Code: Cancelled, Message: "context done before the batch started", cause: ctx.Err()}
@@ -89,7 +93,10 @@ func (e *Engine) GenerateBatch(ctx context.Context, reqs []Request) ([]Result, e
 	in := native.NewRequestVector()
 	defer native.DeleteRequestVector(in)
 	for i := range reqs {
-		n := reqs[i].toNative()
+		n, err := reqs[i].toNative()
+		if err != nil {
+			return nil, errorf(InvalidArgument, "requests[%d]: %s", i, err.(*Error).Message)
+		}
 		in.Add(n) // copies
 		native.DeleteRequest(n)
 	}

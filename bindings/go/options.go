@@ -39,6 +39,9 @@ type Options struct {
 	MaxRunning     int    // sequences decoding at once; 0 = 64
 	Policy         Policy // 0 = FCFS
 	DType          DType  // 0 = F32
+	// A Jinja chat template file for chat requests instead of the model's
+	// own (its GGUF's tokenizer.chat_template); "" = the model's.
+	ChatTemplateFile string
 }
 
 // toNative returns a native copy; the caller deletes it.
@@ -48,6 +51,7 @@ func (o *Options) toNative() native.EngineOptions {
 	n.SetDevice(int(o.Device))
 	n.SetPolicy(int(o.Policy))
 	n.SetDtype(int(o.DType))
+	n.SetChatTemplateFile(o.ChatTemplateFile)
 	// Zero keeps the native default; anything else, even invalid, goes to
 	// the library, which checks it.
 	if o.Threads != 0 {

@@ -58,6 +58,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	engine.Close()
+	closeChatEngine()
 	os.Exit(code)
 }
 
@@ -341,6 +342,23 @@ func TestAnEmptyPromptWithBOSGenerates(t *testing.T) {
 	r, err := engine.Complete(context.Background(), prepack.Request{MaxTokens: 4, IgnoreEOS: true})
 	if err != nil || r.Usage.CompletionTokens == 0 || len(r.Tokens) == 0 || r.Usage.PromptTokens != 1 {
 		t.Fatalf("empty prompt: err %v, usage %+v", err, r.Usage)
+	}
+}
+
+// Empty (non-nil) PromptTokens is the C library's empty prompt_tokens:
+// InvalidArgument, never BOS alone, whatever Prompt says; in a batch, that
+// request's own error.
+func TestEmptyPromptTokensAreInvalid(t *testing.T) {
+	for _, req := range []prepack.Request{{PromptTokens: []int32{}}, {PromptTokens: []int32{}, Prompt: "Once"}} {
+		req.MaxTokens = 1
+		_, err := engine.Generate(context.Background(), req)
+		if e, ok := err.(*prepack.Error); !ok || e.Code != prepack.InvalidArgument || !strings.Contains(e.Message, "prompt_tokens is empty") {
+			t.Errorf("%+v: %v", req, err)
+		}
+	}
+	results, err := engine.GenerateBatch(context.Background(), []prepack.Request{{PromptTokens: []int32{}, MaxTokens: 1}, {PromptTokens: []int32{1}, MaxTokens: 1}})
+	if err != nil || prepack.CodeOf(results[0].Err) != prepack.InvalidArgument || results[1].Err != nil {
+		t.Errorf("batch: %v; %+v", err, results)
 	}
 }
 

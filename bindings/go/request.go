@@ -5,20 +5,28 @@ import "prepack.dev/prepack/bindings/internal/native"
 // Request is one generation request. Zero fields take the library's
 // defaults, except Temperature, whose zero value means greedy decoding
 // (the C library's default is 1.0: set it for sampling).
+//
+// Its prompt is one of Chat, PromptTokens or Prompt, as in the C library:
+// Chat when set (Prompt and PromptTokens must then be empty and nil);
+// otherwise PromptTokens when it is not nil, where an empty (non-nil) slice
+// is InvalidArgument "prompt_tokens is empty", never BOS alone; otherwise
+// Prompt, where "" is BOS alone (or InvalidArgument with NoBOS). Every form
+// runs everywhere: Generate, Complete, GenerateBatch and, with Chat, Chat.
 type Request struct {
-	Prompt            string   // UTF-8 text; used when PromptTokens is empty
-	PromptTokens      []int32  // token ids taken as given (no BOS added)
-	NoBOS             bool     // do not put BOS before Prompt (an empty Prompt then is an error)
-	ParseSpecial      bool     // control-token text in Prompt (<|eot_id|>) becomes that one token; off: ordinary text
-	MaxTokens         int      // tokens to generate; 0 = 128
-	Temperature       float32  // 0 = greedy
-	TopK              int      // 0 = off
-	TopP              float32  // 0 = off (1.0)
-	MinP              float32  // 0 = off
-	RepetitionPenalty float32  // 0 = off (1.0)
-	Seed              uint64   // same seed, same tokens
-	Stop              []string // generation ends when one appears (it is not in the text)
-	Logprobs          int      // alternatives reported per token, 0..20
+	Prompt            string        // UTF-8 text; used when PromptTokens is nil and Chat unset
+	PromptTokens      []int32       // token ids taken as given (no BOS added); non-nil: the prompt
+	Chat              *Conversation // a conversation rendered by the model's chat template (see Engine.Chat)
+	NoBOS             bool          // do not put BOS before Prompt (an empty Prompt then is an error)
+	ParseSpecial      bool          // control-token text in Prompt (<|eot_id|>) becomes that one token; off: ordinary text; with Chat: InvalidArgument
+	MaxTokens         int           // tokens to generate; 0 = 128
+	Temperature       float32       // 0 = greedy
+	TopK              int           // 0 = off
+	TopP              float32       // 0 = off (1.0)
+	MinP              float32       // 0 = off
+	RepetitionPenalty float32       // 0 = off (1.0)
+	Seed              uint64        // same seed, same tokens
+	Stop              []string      // generation ends when one appears (it is not in the text)
+	Logprobs          int           // alternatives reported per token, 0..20
 	IgnoreEOS         bool
 	Lazy              bool    // LazyLLM: prune prompt tokens the next token barely attends to
 	LazyKeepRatio     float32 // LazyLLM: how hard to prune, in (0, 1]; 0 = the default schedule
@@ -26,19 +34,34 @@ type Request struct {
 	LazyReviveLimit   int     // LazyLLM: pruned tokens a decode step may bring back; 0 = the default, -1 = no bound
 }
 
-// toNative returns a native copy; the caller deletes it.
-func (r *Request) toNative() native.Request {
+// toNative returns a native copy; the caller deletes it. The only error is
+// Chat.Kwargs that do not marshal to JSON.
+func (r *Request) toNative() (native.Request, error) {
+	var chat native.Conversation
+	if r.Chat != nil {
+		var err error
+		if chat, err = r.Chat.toNative(); err != nil {
+			return nil, err
+		}
+		defer native.DeleteConversation(chat)
+	}
 	n := native.NewRequest()
-	if len(r.PromptTokens) > 0 {
+	if chat != nil {
+		n.SetChat(chat) // copies
+		n.SetHasChat(true)
+	}
+	// Whatever else is set goes too: the library refuses a chat with a
+	// prompt, and empty prompt tokens, by name.
+	if r.PromptTokens != nil {
 		ids := native.NewIntVector()
 		for _, id := range r.PromptTokens {
 			ids.Add(int(id))
 		}
 		n.SetPromptTokens(ids) // copies
 		native.DeleteIntVector(ids)
-	} else {
-		n.SetPrompt(r.Prompt)
+		n.SetPromptTokensSet(true)
 	}
+	n.SetPrompt(r.Prompt)
 	n.SetAddBos(!r.NoBOS)
 	n.SetParseSpecial(r.ParseSpecial)
 	if r.MaxTokens != 0 {
@@ -68,5 +91,5 @@ func (r *Request) toNative() native.Request {
 	n.SetLazyKeepRatio(r.LazyKeepRatio)
 	n.SetLazySchedule(r.LazySchedule)
 	n.SetLazyReviveLimit(r.LazyReviveLimit)
-	return n
+	return n, nil
 }

@@ -30,6 +30,7 @@ func (f FinishReason) String() string {
 type Token struct {
 	ID          int32
 	Text        string  // whole UTF-8; empty while a stop string or a character is pending
+	Reasoning   string  // a chat request's thinking: this token's part of a <think> section, apart from Text (the tags are in neither)
 	Logprob     float32 // log p(token) under the model
 	TopIDs      []int32 // the Request.Logprobs most likely ids, best first
 	TopLogprobs []float32
@@ -44,12 +45,14 @@ type Usage struct {
 	TTFTMs             float64 // submitted to first token
 	TotalMs            float64
 	PrunedFraction     float64 // LazyLLM: fraction of the prompt's token-layers its prefill skipped
+	ReasoningTokens    int     // a chat request's generated tokens that were thinking (part of CompletionTokens)
 }
 
 // Result is a finished request: all its tokens, its text and how it ended.
 type Result struct {
 	Tokens       []int32
-	Text         string
+	Text         string // for a chat request that thought, the answer alone
+	Reasoning    string // a chat request's thinking (<think> sections, without the tags)
 	FinishReason FinishReason
 	Usage        Usage
 	Err          error // nil when the request ended OK
@@ -58,7 +61,7 @@ type Result struct {
 // The from* functions copy native values; their argument stays the caller's.
 
 func tokenFrom(t native.Token) Token {
-	out := Token{ID: int32(t.GetId()), Text: t.GetText(), Logprob: t.GetLogprob(), TopIDs: ints(t.GetTopIds())}
+	out := Token{ID: int32(t.GetId()), Text: t.GetText(), Reasoning: t.GetReasoning(), Logprob: t.GetLogprob(), TopIDs: ints(t.GetTopIds())}
 	if lp := t.GetTopLogprobs(); lp.Size() > 0 {
 		out.TopLogprobs = make([]float32, lp.Size())
 		for i := range out.TopLogprobs {
@@ -73,12 +76,13 @@ func resultFrom(r native.Result) Result {
 	out := Result{
 		Tokens:       ints(r.GetTokens()),
 		Text:         r.GetText(),
+		Reasoning:    r.GetReasoning(),
 		FinishReason: FinishReason(r.GetFinishReason()),
 		Usage: Usage{
 			PromptTokens: u.GetPromptTokens(), CompletionTokens: u.GetCompletionTokens(),
 			CachedPromptTokens: u.GetCachedPromptTokens(),
 			QueueMs:            u.GetQueueMs(), TTFTMs: u.GetTtftMs(), TotalMs: u.GetTotalMs(),
-			PrunedFraction: u.GetPrunedFraction(),
+			PrunedFraction: u.GetPrunedFraction(), ReasoningTokens: int(u.GetReasoningTokens()),
 		},
 	}
 	if code := Code(r.GetStatus()); code != OK {

@@ -17,7 +17,7 @@ import (
 // byte-fallback token.
 const wide = "🙂世界👋🏽𝄞"
 
-var utf8Texts = []string{wide, "Once upon a time, 🙂 said 世界 👋🏽!", "é€ 😀😀", "🙂"}
+var utf8Texts = []string{wide, "Once upon a time, 🙂 said 世界 👋🏽!", "é€ 😀😀", "🙂", "🦙 café 𝄞"}
 
 // byteIDs are stories260K's ids of byte-fallback text: the dummy-prefix
 // space (410), then byte b as id b + 3.
@@ -36,6 +36,26 @@ func TestTokenizeSeesTheUTF8Bytes(t *testing.T) {
 	}
 	if text, err := engine.Detokenize(ids[1:]); err != nil || text != wide { // the bytes alone
 		t.Errorf("Detokenize = %q, %v", text, err)
+	}
+}
+
+// A lone id of a partial character (🦙 is F0 9F A6 99, ids 243 162 169 156)
+// is no error: Go strings are bytes, so its byte comes out as it is.
+func TestDetokenizeALoneIDOfPartialUTF8(t *testing.T) {
+	llama := byteIDs("🦙")[1:]
+	var joined string
+	for _, id := range llama {
+		text, err := engine.Detokenize([]int32{id})
+		if err != nil || text != string([]byte{byte(id - 3)}) {
+			t.Errorf("Detokenize([%d]) = %q, %v; want the byte %#x", id, text, err, id-3)
+		}
+		joined += text
+	}
+	if joined != "🦙" {
+		t.Errorf("the four pieces joined = %q, want 🦙", joined)
+	}
+	if text, err := engine.Detokenize(llama); err != nil || text != "🦙" {
+		t.Errorf("Detokenize(%v) = %q, %v", llama, text, err)
 	}
 }
 

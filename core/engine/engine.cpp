@@ -39,6 +39,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     SetNumThreads(options.threads);
     PP_RETURN_IF_ERROR(CheckDevice(options.device));   // before loading a model it could not run
     PP_ASSIGN_OR_RETURN(e->model_, Model::Load(options.model, options.dtype));
+    if (!options.chat_template_file.empty()) {
+        PP_ASSIGN_OR_RETURN(e->chat_templates_, ChatTemplates::LoadFile(options.chat_template_file));
+    } else {
+        e->chat_templates_ = ChatTemplates::Load(e->model_->tokenizer());
+    }
     const ModelConfig& c = e->model_->config();
     const cpu::DType kv_dtype = options.kv_dtype.value_or(options.dtype);
     PP_ASSIGN_OR_RETURN(Backend backend, CreateBackend(*e->model_, options.device, options.kv_block_size,
@@ -85,7 +90,9 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     seq->lazy_schedule = std::move(lazy);
     seq->lazy_revive_limit = revive_limit;
     Request& r = seq->request;
-    PP_ASSIGN_OR_RETURN(seq->tokens, ResolvePrompt(*model_, r.prompt, r.prompt_tokens, r.add_bos, r.parse_special));
+    PP_ASSIGN_OR_RETURN(ResolvedPrompt prompt, ResolveRequestPrompt(*model_, chat_templates_, r));
+    seq->tokens = std::move(prompt.ids);
+    if (prompt.reasoning) seq->output.SplitReasoning(prompt.thinking_open);
     seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
     const int64_t blocks = (int64_t{seq->n_prompt} + 1 + pool_->block_size() - 1) / pool_->block_size();
     if (blocks > pool_->num_blocks()) {
@@ -98,6 +105,12 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     seq->t_submit = NowSeconds();
     seq->deadline = r.deadline_ms > 0 ? seq->t_submit + r.deadline_ms / 1000.0 : 0.0;
     return seq;
+}
+
+absl::StatusOr<ChatPrompt> Engine::RenderChat(const Conversation& conversation, bool add_special) const {
+    PP_ASSIGN_OR_RETURN(ChatPrompt p, chat_templates_.Apply(model_->tokenizer(), conversation, add_special));
+    PP_RETURN_IF_ERROR(ResolvePrompt(*model_, "", p.ids, false).status());
+    return p;
 }
 
 absl::Status Engine::Enqueue(std::vector<std::shared_ptr<Sequence>> seqs) {
@@ -176,6 +189,7 @@ void Engine::Finish(Sequence& seq, FinishReason reason, absl::Status status) {
     e.usage.time_to_first_token = seq.t_first_token >= 0 ? seq.t_first_token - seq.t_submit : 0.0;
     e.usage.total_seconds = now - seq.t_submit;
     e.usage.cached_prompt_tokens = seq.cached_tokens;
+    e.usage.reasoning_tokens = seq.reasoning_tokens;
     e.usage.pruned_fraction = 1.0 - seq.prompt_work_fraction;
     e.usage.prompt_layer_fractions = seq.prompt_layer_fractions;
     seq.stream->Push(std::move(e));
@@ -216,6 +230,8 @@ void Engine::EmitToken(Sequence& s, std::span<const float> logits) {
     Event e;
     e.token = next.token;
     e.text = std::move(next.text);
+    e.reasoning = std::move(next.reasoning);
+    if (next.in_reasoning) ++s.reasoning_tokens;
     e.logprob = LogSoftmaxAt(logits, next.token);
     if (s.request.logprobs > 0) e.top_logprobs = TopLogprobs(logits, s.request.logprobs);
     s.stream->Push(std::move(e));

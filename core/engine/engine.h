@@ -41,6 +41,9 @@ struct EngineOptions {
     int32_t     max_batch_tokens = 1024; // tokens per forward step
     int32_t     max_running = 64;        // sequences decoding at once
     SchedulePolicy policy = SchedulePolicy::kFcfs;
+    // A Jinja chat template that replaces the model's own (its
+    // tokenizer.chat_template) for chat requests; "" = the model's.
+    std::string chat_template_file;
 };
 
 struct EngineStats {
@@ -86,8 +89,14 @@ public:
     // through the prefix cache; under FCFS nothing is shared.
     std::vector<absl::StatusOr<std::unique_ptr<Stream>>> SubmitBatch(std::vector<Request> requests);
 
+    // A conversation as a chat request's prompt: the rendered text, which
+    // bytes are message content, and the ids (BOS as the vocabulary says).
+    // Errors as a chat request's submission.
+    absl::StatusOr<ChatPrompt> RenderChat(const Conversation& conversation, bool add_special = true) const;
+
     EngineStats Stats() const;
     const Model& model() const { return *model_; }
+    const ChatTemplates& chat_templates() const { return chat_templates_; }
 
 private:
     Engine() = default;
@@ -106,6 +115,7 @@ private:
 
     EngineOptions                options_;
     std::unique_ptr<Model>       model_;
+    ChatTemplates                chat_templates_;
     std::unique_ptr<KvBlockPool> pool_;
     std::unique_ptr<StepRunner>  forward_;
     SequenceQueue                waiting_;

@@ -243,6 +243,7 @@ absl::StatusOr<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
                                                 bos, eos, unk, add_bos, add_space_prefix));
     tok.add_eos_ = add_eos;
     PP_RETURN_IF_ERROR(tok.FinishSpecials(&file));
+    PP_RETURN_IF_ERROR(tok.ReadChatTemplates(file));
     return tok;
 }
 
@@ -284,7 +285,29 @@ absl::StatusOr<Tokenizer> Tokenizer::BpeFromGguf(const GgufFile& file) {
     tok.pre_ = std::make_shared<const PreTokenizer>(std::move(pre));
     tok.bpe_ = std::make_shared<const BpeMerges>(BpeMerges::Build(tok.piece_to_id_, tok.vocab_size(), merges));
     PP_RETURN_IF_ERROR(tok.FinishSpecials(&file));
+    PP_RETURN_IF_ERROR(tok.ReadChatTemplates(file));
     return tok;
+}
+
+absl::Status Tokenizer::ReadChatTemplates(const GgufFile& file) {
+    // llama.cpp's convert script writes the default template as
+    // tokenizer.chat_template and the named ones (Hugging Face's
+    // chat_template list: "tool_use", "rag", ...) as tokenizer.chat_template.NAME.
+    constexpr std::string_view kKey = "tokenizer.chat_template";
+    for (const std::string& key : file.Keys()) {
+        if (key.rfind(kKey, 0) != 0) continue;
+        std::string name;
+        if (key.size() > kKey.size()) {
+            if (key[kKey.size()] != '.') continue;   // e.g. tokenizer.chat_templates (the list of names)
+            name = key.substr(kKey.size() + 1);
+        }
+        auto source = file.GetString(key);
+        if (!source.ok()) {
+            return absl::InvalidArgumentError(absl::StrCat("tokenizer: ", key, " is not a string"));
+        }
+        chat_templates_[name] = *std::move(source);
+    }
+    return absl::OkStatus();
 }
 
 absl::StatusOr<Tokenizer> Tokenizer::Synthetic(int vocab_size) {
@@ -452,6 +475,22 @@ absl::Status Tokenizer::EncodeBpeText(std::string_view text, std::vector<int32_t
 
 absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add_special,
                                                        bool parse_special) const {
+    return EncodeImpl(text, add_special, parse_special, nullptr);
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeMarkedUp(std::string_view text, const ByteRanges& plain,
+                                                               bool add_special) const {
+    for (size_t i = 0; i < plain.size(); ++i) {
+        if (plain[i].first > plain[i].second || plain[i].second > text.size() ||
+            (i > 0 && plain[i].first < plain[i - 1].second)) {
+            return absl::InvalidArgumentError("plain-text ranges must be sorted, disjoint and inside the text");
+        }
+    }
+    return EncodeImpl(text, add_special, /*parse_special=*/true, &plain);
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeImpl(std::string_view text, bool add_special,
+                                                           bool parse_special, const ByteRanges* plain) const {
     const size_t bad = FirstInvalidUtf8(text);
     if (bad != std::string_view::npos) {
         return absl::InvalidArgumentError(absl::StrCat("text is not valid UTF-8 at byte ", bad));
@@ -461,9 +500,13 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bo
         return absl::InvalidArgumentError(absl::StrCat("text of ", text.size(), " bytes is too long to encode"));
     }
     std::vector<int32_t> ids;
+    const std::vector<Fragment> frags = parse_special || bpe_ ? Partition(text, parse_special, plain)
+                                                              : std::vector<Fragment>{};
     // BOS / EOS as the vocabulary says (tokenizer.ggml.add_bos_token /
-    // add_eos_token; SPM vocabularies add BOS unless they say otherwise).
-    if (add_special && add_bos_ && bos_id_ >= 0) ids.push_back(bos_id_);
+    // add_eos_token; SPM vocabularies add BOS unless they say otherwise). A
+    // marked-up prompt that starts with its own BOS gets no second one.
+    const bool starts_with_bos = plain != nullptr && !frags.empty() && frags[0].id == bos_id_;
+    if (add_special && add_bos_ && bos_id_ >= 0 && !starts_with_bos) ids.push_back(bos_id_);
     if (!bpe_) {
         if (!text.empty() && !parse_special) {
             EncodeSpmText(text, add_space_prefix_, &ids);
@@ -471,7 +514,7 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bo
             // llama.cpp: every text fragment that follows a special token (or
             // starts the text) gets the dummy prefix.
             bool after_special = true;
-            for (const Fragment& f : Partition(text, true)) {
+            for (const Fragment& f : frags) {
                 if (f.id >= 0) {
                     ids.push_back(f.id);
                     after_special = true;
@@ -482,7 +525,7 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bo
             }
         }   // empty text: no dummy prefix, as llama2.c
     } else {
-        for (const Fragment& f : Partition(text, parse_special)) {
+        for (const Fragment& f : frags) {
             if (f.id >= 0) {
                 ids.push_back(f.id);
             } else {

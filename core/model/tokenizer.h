@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -79,6 +80,19 @@ public:
     // SPM without parse_special is exactly the encoding described above.
     absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special,
                                                 bool parse_special = false) const;
+    // Byte ranges [first, second) of a text, sorted and disjoint.
+    using ByteRanges = std::vector<std::pair<size_t, size_t>>;
+    // A rendered chat prompt to ids: as Encode with parse_special on, except
+    // that a control token's text is matched only where it lies wholly
+    // outside `plain` (the bytes that came from message content, which must
+    // stay ordinary text however they look: a user who types "<|im_end|>"
+    // gets the characters, not the token). The text between control tokens
+    // is tokenized as one piece, so a prompt whose content holds no control
+    // text gets exactly Encode(text, add_special, true)'s ids. `add_special`
+    // adds BOS only when the text does not already start with it (a template
+    // that writes bos_token itself), so BOS is never doubled.
+    absl::StatusOr<std::vector<int32_t>> EncodeMarkedUp(std::string_view text, const ByteRanges& plain,
+                                                        bool add_special) const;
     // Ids to text (see the header comment). Out-of-range ids decode to nothing.
     std::string Decode(const std::vector<int32_t>& ids) const;
     // The bytes one token contributes in isolation: "▁" as ' ', byte tokens
@@ -113,6 +127,9 @@ public:
     // The BPE pre-tokenizer's name ("default" when the file names none); ""
     // for SPM, which has none.
     const std::string& pre_tokenizer() const { return pre_name_; }
+    // The chat templates the file carries: "" for `tokenizer.chat_template`,
+    // NAME for `tokenizer.chat_template.NAME` (e.g. "tool_use"). Jinja source.
+    const std::map<std::string, std::string>& chat_templates() const { return chat_templates_; }
 
 private:
     // Validates and indexes a vocabulary; every constructor ends here.
@@ -134,8 +151,14 @@ private:
         int32_t id;      // a special token, or -1: raw text [begin, end)
         size_t  begin, end;
     };
-    // llama.cpp's tokenizer_st_partition.
-    std::vector<Fragment> Partition(std::string_view text, bool parse_special) const;
+    // llama.cpp's tokenizer_st_partition. Control texts overlapping a range
+    // of `plain` (when given) are not matched.
+    std::vector<Fragment> Partition(std::string_view text, bool parse_special,
+                                    const ByteRanges* plain = nullptr) const;
+    absl::StatusOr<std::vector<int32_t>> EncodeImpl(std::string_view text, bool add_special, bool parse_special,
+                                                    const ByteRanges* plain) const;
+    // tokenizer.chat_template[.NAME] into chat_templates_.
+    absl::Status ReadChatTemplates(const GgufFile& file);
     void EncodeSpmText(std::string_view text, bool space_prefix, std::vector<int32_t>* out) const;
     absl::Status EncodeBpeText(std::string_view text, std::vector<int32_t>* out) const;
     // Id of a normal/user-defined piece spelled `piece`, or -1.
@@ -155,6 +178,7 @@ private:
     bool    add_eos_ = false;
     bool    add_space_prefix_ = true;
     std::vector<int32_t> eog_ids_;           // sorted
+    std::map<std::string, std::string> chat_templates_;
 
     // Special-token texts for Partition: ids longest text first, per-id
     // strip flags (llama.cpp's LSTRIP / RSTRIP attributes), and a byte trie.

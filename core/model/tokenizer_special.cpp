@@ -36,6 +36,13 @@ constexpr std::string_view kAlwaysRenderedTexts[] = {"<|channel|>", "<|message|>
 // C isspace in the "C" locale, which llama.cpp's LSTRIP / RSTRIP use.
 bool IsCSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+// Whether [begin, end) meets any of the sorted, disjoint `ranges`.
+bool OverlapsAny(const std::vector<std::pair<size_t, size_t>>& ranges, size_t begin, size_t end) {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                               [](size_t pos, const std::pair<size_t, size_t>& r) { return pos < r.second; });
+    return it != ranges.end() && it->first < end;
+}
+
 }  // namespace
 
 absl::Status Tokenizer::FinishSpecials(const GgufFile* file) {
@@ -179,7 +186,8 @@ void Tokenizer::IndexSpecialTexts() {
     trie_ = std::move(trie);
 }
 
-std::vector<Tokenizer::Fragment> Tokenizer::Partition(std::string_view text, bool parse_special) const {
+std::vector<Tokenizer::Fragment> Tokenizer::Partition(std::string_view text, bool parse_special,
+                                                      const ByteRanges* plain) const {
     std::vector<Fragment> frags;
     if (text.empty()) return frags;
     frags.push_back(Fragment{-1, 0, text.size()});
@@ -218,11 +226,19 @@ std::vector<Tokenizer::Fragment> Tokenizer::Partition(std::string_view text, boo
             }
             size_t begin = f.begin;
             const size_t end = f.end;
+            size_t from = begin;
             while (true) {
-                const size_t match = text.substr(0, end).find(piece, begin);
+                const size_t match = text.substr(0, end).find(piece, from);
                 if (match == std::string_view::npos) {
                     if (end > begin) next.push_back(Fragment{-1, begin, end});
                     break;
+                }
+                // Control text a user wrote stays text (user-defined tokens
+                // are split out of any text, as without parse_special).
+                if (plain != nullptr && type != TokenType::kUserDefined &&
+                    OverlapsAny(*plain, match, match + piece.size())) {
+                    from = match + 1;
+                    continue;
                 }
                 size_t left_end = match;
                 if (lstrip) {
@@ -234,6 +250,7 @@ std::vector<Tokenizer::Fragment> Tokenizer::Partition(std::string_view text, boo
                 if (rstrip) {
                     while (begin < end && IsCSpace(text[begin])) ++begin;
                 }
+                from = begin;
             }
         }
         frags.swap(next);

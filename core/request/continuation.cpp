@@ -23,16 +23,34 @@ NextToken Continuation::Next(std::span<const float> logits, std::vector<int32_t>
     if (stops_.stopped()) {
         out.finished = true;
         out.reason = FinishReason::kStop;
+        Split(&out);
         return out;
     }
-    if (!eos && !length) return out;
+    if (!eos && !length) {
+        Split(&out);
+        return out;
+    }
     // The end: what the decoder and the stop matcher still hold is output
     // too, unless it completes a stop string.
     out.text += stops_.Push(detok_.Flush());
     if (!stops_.stopped()) out.text += stops_.Flush();
     out.finished = true;
     out.reason = stops_.stopped() ? FinishReason::kStop : eos ? FinishReason::kEos : FinishReason::kLength;
+    Split(&out);
     return out;
+}
+
+void Continuation::Split(NextToken* out) {
+    const bool was_inside = reasoning_.inside();
+    ReasoningDelta d = reasoning_.Push(out->text);
+    if (out->finished) {
+        ReasoningDelta rest = reasoning_.Flush();
+        d.reasoning += rest.reasoning;
+        d.content += rest.content;
+    }
+    out->in_reasoning = was_inside || reasoning_.inside() || !d.reasoning.empty();
+    out->text = std::move(d.content);
+    out->reasoning = std::move(d.reasoning);
 }
 
 }  // namespace prepack

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/chat/reasoning.h"
 #include "core/model/tokenizer.h"
 #include "core/request/request.h"
 #include "core/request/sampler.h"
@@ -30,6 +31,8 @@ struct ContinuationLimits {
 struct NextToken {
     int32_t      token = -1;
     std::string  text;               // text that became safe to emit (may be empty)
+    std::string  reasoning;          // with SplitReasoning: thinking text (then `text` is the answer's)
+    bool         in_reasoning = false;   // with SplitReasoning: this token belongs to a <think> section
     bool         finished = false;
     FinishReason reason = FinishReason::kLength;   // when finished
 };
@@ -42,6 +45,9 @@ public:
     // Feeds the prompt's ids to the text decoder without emitting them (the
     // caller has the prompt's text), so the continuation's first space is kept.
     void PrimeWithPrompt(std::span<const int32_t> prompt);
+    // A reasoning model's output: text inside <think>...</think> goes to
+    // NextToken::reasoning; `inside`: the prompt opened the section.
+    void SplitReasoning(bool inside) { reasoning_ = ReasoningSplitter(true, inside); }
 
     // Samples the next token from `logits` (one vocab-long row), appends it
     // to `tokens` (the prompt and every token generated so far, which the
@@ -53,10 +59,14 @@ public:
     int32_t generated() const { return generated_; }
 
 private:
+    // Routes out->text through the reasoning splitter (a no-op unless on).
+    void Split(NextToken* out);
+
     const Tokenizer*   tok_;
     Sampler            sampler_;
     StreamDecoder      detok_;
     StopMatcher        stops_;
+    ReasoningSplitter  reasoning_;
     ContinuationLimits limits_;
     int32_t            generated_ = 0;
 };

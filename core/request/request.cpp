@@ -13,6 +13,28 @@ const char* FinishReasonName(FinishReason r) {
     return "unknown";
 }
 
+absl::StatusOr<ResolvedPrompt> ResolveRequestPrompt(const Model& model, const ChatTemplates& templates,
+                                                    const Request& request) {
+    ResolvedPrompt out;
+    if (!request.chat) {
+        PP_ASSIGN_OR_RETURN(out.ids, ResolvePrompt(model, request.prompt, request.prompt_tokens, request.add_bos,
+                                                   request.parse_special));
+        return out;
+    }
+    if (!request.prompt.empty() || !request.prompt_tokens.empty()) {
+        return absl::InvalidArgumentError("a chat request takes messages, not a prompt or prompt tokens as well");
+    }
+    if (request.parse_special) {
+        return absl::InvalidArgumentError(
+            "parse_special does not apply to chat messages: their text never becomes control tokens");
+    }
+    PP_ASSIGN_OR_RETURN(ChatPrompt p, templates.Apply(model.tokenizer(), *request.chat, request.add_bos));
+    PP_ASSIGN_OR_RETURN(out.ids, ResolvePrompt(model, "", p.ids, false));
+    out.reasoning = p.reasoning;
+    out.thinking_open = p.thinking_open;
+    return out;
+}
+
 absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std::string& prompt,
                                                    const std::vector<int32_t>& prompt_tokens, bool add_bos,
                                                    bool parse_special) {

@@ -2,11 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/chat/chat_template.h"
+#include "core/chat/conversation.h"
 #include "core/model/model.h"
 #include "core/request/sampler.h"
 
@@ -25,7 +28,25 @@ absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const Model& model, const std
                                                    const std::vector<int32_t>& prompt_tokens, bool add_bos,
                                                    bool parse_special = false);
 
+// A request's prompt as ids, and how its output is to be read.
+struct ResolvedPrompt {
+    std::vector<int32_t> ids;
+    bool reasoning = false;       // split <think> sections from the answer
+    bool thinking_open = false;   // the answer starts inside one (the prompt opened it)
+};
+
+struct Request;
+// The ids of `request`'s prompt: its conversation through `templates` when
+// it is a chat request (see ChatTemplates::Apply), else ResolvePrompt. The
+// same checks as ResolvePrompt on the result.
+absl::StatusOr<ResolvedPrompt> ResolveRequestPrompt(const Model& model, const ChatTemplates& templates,
+                                                    const Request& request);
+
 struct Request {
+    // A conversation, rendered by the model's chat template into the prompt
+    // (its markup as control tokens, message text never). When set, prompt
+    // and prompt_tokens must be empty and parse_special off.
+    std::shared_ptr<const Conversation> chat;
     std::string              prompt;          // used when prompt_tokens is empty
     std::vector<int32_t>     prompt_tokens;   // ids, taken as given (no BOS added)
     bool                     add_bos = true;          // BOS/EOS as the vocabulary says (llama.cpp's add_special)
@@ -53,6 +74,7 @@ struct Usage {
     double  time_to_first_token = 0.0;  // submitted -> first token
     double  total_seconds = 0.0;        // submitted -> finished
     int32_t cached_prompt_tokens = 0;   // prompt tokens whose KV came from a shared prefix (not computed)
+    int32_t reasoning_tokens = 0;       // generated tokens inside a <think> section (chat with a reasoning template)
     double  pruned_fraction = 0.0;      // LazyLLM: fraction of the prompt's token-layers skipped by its prefill
     std::vector<double> prompt_layer_fractions;   // LazyLLM: per layer, fraction of prompt tokens computed
 };
@@ -63,6 +85,7 @@ struct Event {
     // kToken
     int32_t     token = -1;
     std::string text;        // complete UTF-8; may be empty while a stop string or code point is pending
+    std::string reasoning;   // a reasoning model's thinking (chat requests): apart from `text`, tags dropped
     float       logprob = 0.0f;                        // log p(token) under the model
     std::vector<std::pair<int32_t, float>> top_logprobs;   // Request::logprobs best (id, log p), best first
     // kFinish

@@ -42,6 +42,7 @@ struct Sequence {
     bool                 internal = false;
     bool                 abandoned = false;
     int32_t              cached_tokens = 0;     // prompt tokens taken from shared KV at admission
+    int32_t              reasoning_tokens = 0;  // generated inside a <think> section
     // LazyLLM: the request's schedule, and its state while it holds KV.
     std::optional<LazySchedule> lazy_schedule;
     int32_t                     lazy_revive_limit = -1;   // resolved (negative: no bound)

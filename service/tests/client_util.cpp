@@ -28,20 +28,18 @@ prepack::v1::GenerateRequest GreedyIds(const std::vector<int32_t>& ids, int max_
     return r;
 }
 
-Generated RunGenerate(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateRequest& request,
-                      std::chrono::milliseconds timeout, const std::string& token, bool wait_for_ready) {
+namespace {
+
+// Reads a Generate or Chat stream to its end.
+Generated ReadAll(grpc::ClientReader<prepack::v1::GenerateResponse>* reader) {
     Generated g;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(In(timeout));
-    ctx.set_wait_for_ready(wait_for_ready);
-    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
-    auto reader = stub.Generate(&ctx, request);
     prepack::v1::GenerateResponse r;
     while (reader->Read(&r)) {
         ++g.messages;
         if (g.finish != prepack::v1::FINISH_REASON_UNSPECIFIED) g.tokens_after_finish = true;
         g.ids.insert(g.ids.end(), r.token_ids().begin(), r.token_ids().end());
         g.text += r.text();
+        g.reasoning += r.reasoning();
         g.logprobs.insert(g.logprobs.end(), r.logprobs().begin(), r.logprobs().end());
         if (r.finish_reason() != prepack::v1::FINISH_REASON_UNSPECIFIED) {
             g.finish = r.finish_reason();
@@ -50,6 +48,26 @@ Generated RunGenerate(prepack::v1::Prepack::Stub& stub, const prepack::v1::Gener
     }
     g.status = reader->Finish();
     return g;
+}
+
+}  // namespace
+
+Generated RunGenerate(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateRequest& request,
+                      std::chrono::milliseconds timeout, const std::string& token, bool wait_for_ready) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(timeout));
+    ctx.set_wait_for_ready(wait_for_ready);
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    auto reader = stub.Generate(&ctx, request);
+    return ReadAll(reader.get());
+}
+
+Generated RunChat(prepack::v1::Prepack::Stub& stub, const prepack::v1::ChatRequest& request,
+                  std::chrono::milliseconds timeout) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(timeout));
+    auto reader = stub.Chat(&ctx, request);
+    return ReadAll(reader.get());
 }
 
 prepack::v1::Stats Stats(prepack::v1::Prepack::Stub& stub) {

@@ -18,6 +18,7 @@ namespace prepackd_test {
 struct Generated {
     std::vector<int32_t>                   ids;
     std::string                            text;
+    std::string                            reasoning;   // chat: the thinking, apart from text
     std::vector<prepack::v1::TokenLogprob> logprobs;
     prepack::v1::FinishReason              finish = prepack::v1::FINISH_REASON_UNSPECIFIED;
     prepack::v1::Usage                     usage;
@@ -37,6 +38,10 @@ prepack::v1::GenerateRequest GreedyIds(const std::vector<int32_t>& ids, int max_
 Generated RunGenerate(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateRequest& request,
                       std::chrono::milliseconds timeout = std::chrono::seconds(120), const std::string& token = "",
                       bool wait_for_ready = false);
+
+// Runs one Chat call to its end, as RunGenerate does.
+Generated RunChat(prepack::v1::Prepack::Stub& stub, const prepack::v1::ChatRequest& request,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(120));
 
 // GetStats, failing the current test on error.
 prepack::v1::Stats Stats(prepack::v1::Prepack::Stub& stub);

@@ -61,6 +61,38 @@ namespace Prepack
             }
         }
 
+        /// <summary>
+        /// Starts a chat request (new Request(conversation)) and returns its tokens,
+        /// as Generate does: argument errors throw here, cancelling the token
+        /// cancels the request, and the end of the enumeration disposes the stream.
+        /// Each token's Reasoning carries a thinking model's &lt;think&gt; text apart
+        /// from its Text, and Usage.ReasoningTokens counts those tokens.
+        /// PrepackException FailedPrecondition when the model has no chat template
+        /// (give one with EngineOptions.ChatTemplateFile), InvalidArgument for a
+        /// bad message, bad JSON, a template error, or a request that is not a
+        /// chat request.
+        /// </summary>
+        public IEnumerable<Token> Chat(Request request, CancellationToken cancellation = default(CancellationToken))
+        {
+            if (request == null) throw new ArgumentNullException("request");
+            if (request.Chat == null)
+            {
+                throw new PrepackException(StatusCode.InvalidArgument, "not a chat request: make it with new Request(Conversation)");
+            }
+            return Generate(request, cancellation);
+        }
+
+        /// <summary>The prompt a chat request of this conversation gets: its text and ids. Errors as Chat.</summary>
+        public ChatPrompt RenderChat(Conversation conversation)
+        {
+            if (conversation == null) throw new ArgumentNullException("conversation");
+            using (Native.Conversation n = conversation.ToNative())
+            using (Native.ChatPrompt p = handle.Call(e => e.RenderChat(n)))
+            {
+                return new ChatPrompt(p);
+            }
+        }
+
         /// <summary>Runs a request to its end; throws if it ends with a status other than Ok.</summary>
         public Result GenerateResult(Request request)
         {
@@ -73,8 +105,9 @@ namespace Prepack
 
         /// <summary>
         /// Runs requests as one offline batch (under Policy.BatchLlm shared prefixes
-        /// are computed once). Results come in request order; a request that fails
-        /// reports it in its result's Status rather than by throwing.
+        /// are computed once; chat requests share their common system prompt).
+        /// Results come in request order; a request that fails reports it in its
+        /// result's Status rather than by throwing.
         /// </summary>
         public IList<Result> GenerateBatch(IEnumerable<Request> requests)
         {

@@ -25,6 +25,11 @@ namespace Prepack
         public DType? DType { get; set; }
         /// <summary>Where the engine computes (default CPU).</summary>
         public Device? Device { get; set; }
+        /// <summary>
+        /// A Jinja chat template file for chat requests instead of the model's own
+        /// (its GGUF's tokenizer.chat_template); null (the default) = the model's.
+        /// </summary>
+        public string ChatTemplateFile { get; set; }
 
         /// <summary>A native copy; the caller disposes it.</summary>
         internal Native.EngineOptions ToNative()
@@ -39,6 +44,7 @@ namespace Prepack
             if (Policy.HasValue) n.Policy = (int)Policy.Value;
             if (DType.HasValue) n.Dtype = (int)DType.Value;
             if (Device.HasValue) n.Device = (int)Device.Value;
+            if (ChatTemplateFile != null) n.ChatTemplateFile = ChatTemplateFile;
             return n;
         }
     }

@@ -1,30 +1,62 @@
+using System;
 using System.Collections.Generic;
 
 namespace Prepack
 {
     /// <summary>
-    /// One generation request. Unset (null) values keep the library's defaults
-    /// (128 tokens, temperature 1, no top-k/top-p/min-p, no penalty); the
-    /// library checks the values.
+    /// One generation request: a prompt (text or token ids) or a conversation
+    /// for the model's chat template. Unset (null) values keep the library's
+    /// defaults (128 tokens, temperature 1, no top-k/top-p/min-p, no penalty);
+    /// the library checks the values. Every form runs everywhere: Start,
+    /// Generate, GenerateResult, GenerateBatch and, for conversations, Chat.
     /// </summary>
     public sealed class Request
     {
-        /// <summary>A request for UTF-8 text (BOS added before it unless AddBos is false).</summary>
+        /// <summary>
+        /// A request for UTF-8 text (BOS added before it unless AddBos is false).
+        /// The empty string is a valid prompt (BOS alone).
+        /// </summary>
+        /// <exception cref="ArgumentNullException">prompt is null.</exception>
         public Request(string prompt)
         {
+            if (prompt == null) throw new ArgumentNullException("prompt");
             Prompt = prompt;
             Stop = new List<string>();
         }
 
-        /// <summary>A request for token ids, taken as given (no BOS added).</summary>
+        /// <summary>A request for token ids, taken as given (no BOS added); the ids are copied.</summary>
+        /// <exception cref="ArgumentNullException">promptTokens is null.</exception>
+        /// <exception cref="PrepackException">
+        /// InvalidArgument if it is empty, as the C library and prepackd answer an
+        /// empty token prompt (for BOS alone, pass its id, or use new Request("")).
+        /// </exception>
         public Request(IEnumerable<int> promptTokens)
         {
+            if (promptTokens == null) throw new ArgumentNullException("promptTokens");
             PromptTokens = new List<int>(promptTokens);
+            if (PromptTokens.Count == 0) throw new PrepackException(StatusCode.InvalidArgument, "prompt_tokens is empty");
+            Stop = new List<string>();
+        }
+
+        /// <summary>
+        /// A chat request: the conversation rendered by the model's chat template,
+        /// its markup as control tokens and its messages' text as text. The text
+        /// of a model that thinks (&lt;think&gt;) comes apart, as Token.Reasoning.
+        /// ParseSpecial true is InvalidArgument for a chat request: message text
+        /// never becomes control tokens.
+        /// </summary>
+        /// <exception cref="ArgumentNullException">chat is null.</exception>
+        public Request(Conversation chat)
+        {
+            if (chat == null) throw new ArgumentNullException("chat");
+            Chat = chat;
             Stop = new List<string>();
         }
 
         public string Prompt { get; private set; }
         public IList<int> PromptTokens { get; private set; }
+        /// <summary>The conversation of a chat request; null otherwise.</summary>
+        public Conversation Chat { get; private set; }
         /// <summary>
         /// BOS (and EOS) as the vocabulary says; on by default. Off, an empty prompt
         /// is InvalidArgument; on, it is BOS alone.
@@ -66,13 +98,18 @@ namespace Prepack
         internal Native.Request ToNative()
         {
             var n = new Native.Request();
-            if (PromptTokens != null)
+            if (Chat != null)
+            {
+                using (Native.Conversation c = Chat.ToNative()) n.Chat = c;   // copies
+                n.HasChat = true;
+            }
+            else if (PromptTokens != null)
             {
                 using (var ids = new Native.IntVector(PromptTokens)) n.PromptTokens = ids;   // copies
             }
             else
             {
-                n.Prompt = Prompt ?? "";
+                n.Prompt = Prompt;   // never null (the constructors)
             }
             if (AddBos.HasValue) n.AddBos = AddBos.Value;
             if (ParseSpecial.HasValue) n.ParseSpecial = ParseSpecial.Value;

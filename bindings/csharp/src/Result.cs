@@ -7,6 +7,7 @@ namespace Prepack
         {
             Tokens = n.Tokens.ToArray();
             Text = n.Text;
+            Reasoning = n.Reasoning;
             FinishReason = (FinishReason)n.FinishReason;
             Status = (StatusCode)n.Status;
             Message = n.Message;
@@ -14,7 +15,10 @@ namespace Prepack
         }
 
         public int[] Tokens { get; private set; }
+        /// <summary>The generated text; for a chat request that thought, the answer alone.</summary>
         public string Text { get; private set; }
+        /// <summary>A chat request's thinking (&lt;think&gt; sections, without the tags); "" otherwise.</summary>
+        public string Reasoning { get; private set; }
         public FinishReason FinishReason { get; private set; }
         /// <summary>Ok, or why the request failed (in a batch, requests fail one by one).</summary>
         public StatusCode Status { get; private set; }

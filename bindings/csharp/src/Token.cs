@@ -7,6 +7,7 @@ namespace Prepack
         {
             Id = n.Id;
             Text = n.Text;
+            Reasoning = n.Reasoning;
             Logprob = n.Logprob;
             TopIds = n.TopIds.ToArray();
             TopLogprobs = n.TopLogprobs.ToArray();
@@ -15,6 +16,11 @@ namespace Prepack
         public int Id { get; private set; }
         /// <summary>Whole UTF-8 characters; empty while a stop string or a character is pending.</summary>
         public string Text { get; private set; }
+        /// <summary>
+        /// A chat request's thinking: this token's part of a &lt;think&gt; section,
+        /// apart from Text (the answer); the tags are in neither. "" otherwise.
+        /// </summary>
+        public string Reasoning { get; private set; }
         /// <summary>log p(token) under the model.</summary>
         public float Logprob { get; private set; }
         /// <summary>The request's Logprobs most likely ids, best first.</summary>

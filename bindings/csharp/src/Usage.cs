@@ -12,6 +12,7 @@ namespace Prepack
             TtftMs = n.TtftMs;
             TotalMs = n.TotalMs;
             PrunedFraction = n.PrunedFraction;
+            ReasoningTokens = n.ReasoningTokens;
         }
 
         public int PromptTokens { get; private set; }
@@ -25,5 +26,7 @@ namespace Prepack
         public double TotalMs { get; private set; }
         /// <summary>LazyLLM: fraction of the prompt's token-layers its prefill skipped (0 without pruning).</summary>
         public double PrunedFraction { get; private set; }
+        /// <summary>A chat request's generated tokens that were thinking (part of CompletionTokens).</summary>
+        public int ReasoningTokens { get; private set; }
     }
 }

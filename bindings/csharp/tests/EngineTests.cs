@@ -280,6 +280,26 @@ namespace Prepack.Tests
         }
 
         [Test]
+        public void AnEmptyTokenPromptIsInvalidAndANullPromptThrows()
+        {
+            // As prepack_generate ("prompt_tokens is empty") and prepackd
+            // (token_ids.ids must not be empty) answer: never BOS alone.
+            var e = Assert.Throws<PrepackException>(() => new Request(new int[0]));
+            Assert.AreEqual(StatusCode.InvalidArgument, e.Status);
+            StringAssert.Contains("prompt_tokens is empty", e.Message);
+            Assert.Throws<PrepackException>(() => new Request(new List<int>()));
+            // Null is a programming error, not an empty prompt.
+            Assert.Throws<ArgumentNullException>(() => new Request((string)null));
+            Assert.Throws<ArgumentNullException>(() => new Request((int[])null));
+            Assert.Throws<ArgumentNullException>(() => new Request((Conversation)null));
+            // One id is enough, and the ids are copied.
+            int[] bos = { 1 };
+            var r = new Request(bos) { MaxTokens = 2, IgnoreEos = true, Temperature = 0f };
+            bos[0] = 1 << 30;
+            Assert.AreEqual(1, engine.GenerateResult(r).Usage.PromptTokens);
+        }
+
+        [Test]
         public void AnEmptyPromptWithBosGenerates()
         {
             Result r = engine.GenerateResult(new Request("") { MaxTokens = 4, IgnoreEos = true, Temperature = 0f });

@@ -18,6 +18,7 @@ namespace Prepack.Tests
         private static readonly string[] Texts =
         {
             Wide, "Once upon a time, \U0001F642 said \u4E16\u754C \U0001F44B\U0001F3FD!", "\u00E9\u20AC \U0001F600\U0001F600", "\U0001F642",
+            "\U0001F999 caf\u00E9 \U0001D11E",   // 🦙 café 𝄞
         };
 
         private Engine engine;
@@ -47,6 +48,22 @@ namespace Prepack.Tests
             int[] ids = engine.Tokenize(Wide, false, false);
             Assert.AreEqual(ByteIds(Wide), ids);
             Assert.AreEqual(Wide, engine.Detokenize(ids.Skip(1).ToArray()));   // the bytes alone
+        }
+
+        [Test]
+        public void ALoneIdOfPartialUtf8DecodesWithoutError()
+        {
+            // 🦙 is F0 9F A6 99: byte-fallback ids 243 162 169 156. One id alone is
+            // a partial character: it decodes to U+FFFD, never an error or a crash.
+            int[] llama = ByteIds("\U0001F999").Skip(1).ToArray();
+            Assert.AreEqual(new[] { 0xF0 + 3, 0x9F + 3, 0xA6 + 3, 0x99 + 3 }, llama);
+            foreach (int id in llama)
+            {
+                Assert.AreEqual("\uFFFD", engine.Detokenize(new[] { id }), "id " + id);
+            }
+            Assert.AreEqual("\U0001F999", engine.Detokenize(llama));   // whole again
+            // Every byte comes out, a NUL (byte-fallback id 3) included.
+            Assert.AreEqual("a\0b", engine.Detokenize(new[] { 'a' + 3, 0 + 3, 'b' + 3 }));
         }
 
         [Test]

@@ -85,7 +85,7 @@ extern "C" {
 #define PREPACK_VERSION_PATCH 0
 #define PREPACK_VERSION_STRING "0.1.0"
 /* Bumped whenever a struct gains a field or a function is added. */
-#define PREPACK_ABI_VERSION 6
+#define PREPACK_ABI_VERSION 7
 
 /* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
 ** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
@@ -157,6 +157,8 @@ typedef struct prepack_engine_options {
     int32_t        max_running;       /* sequences decoding at once; default 64 */
     prepack_policy policy;            /* default FCFS */
     prepack_dtype  dtype;             /* weight matrices; default F32 (ABI 4) */
+    const char    *chat_template_file;/* ABI 7: a Jinja chat template used for chat requests instead of
+                                         the model's own (tokenizer.chat_template); NULL = the model's */
 } prepack_engine_options;
 
 /* Fills *options with defaults (and struct_size). NULL is ignored. */
@@ -252,6 +254,66 @@ PREPACK_API prepack_status prepack_detokenize(const prepack_engine *engine, cons
                                               char *text, size_t capacity, size_t *text_len);
 
 /* ------------------------------------------------------------------------
+** Conversations (ABI 7)
+**
+** A chat request carries messages instead of a prompt. The engine renders
+** them with the model's own chat template (the GGUF's
+** tokenizer.chat_template, or options.chat_template_file), exactly as
+** Hugging Face transformers' apply_chat_template would, and tokenizes the
+** result so that the template's markup becomes control tokens while the
+** text of the messages never does: a user who writes "<|im_end|>" gets
+** those characters, not the token. A model without a template answers
+** FAILED_PRECONDITION, naming both ways to give one.
+*/
+typedef struct prepack_chat_message {
+    size_t             struct_size;        /* set by prepack_chat_message_init() */
+    const char        *role;               /* "system", "user", "assistant", "tool", ...; required */
+    const char        *content;            /* UTF-8 text; NULL with no parts = no content (e.g. an
+                                              assistant turn of tool calls only) */
+    const char *const *content_parts;      /* or text parts, joined by "\n"; n_content_parts of them */
+    size_t             n_content_parts;
+    const char        *name;               /* optional */
+    const char        *tool_calls_json;    /* optional: a JSON list of OpenAI tool calls
+                                              [{"type": "function", "function": {"name", "arguments"}}] */
+    const char        *tool_call_id;       /* optional: which call a "tool" message answers */
+} prepack_chat_message;
+
+typedef struct prepack_chat {
+    size_t                      struct_size;            /* set by prepack_chat_init() */
+    const prepack_chat_message *messages;               /* n_messages >= 1 of them */
+    size_t                      n_messages;
+    const char                 *tools_json;             /* optional: a JSON list of tool definitions
+                                                           [{"type": "function", "function": {"name",
+                                                           "description", "parameters"}}] */
+    const char                 *kwargs_json;            /* optional: a JSON object of further template
+                                                           variables, e.g. {"enable_thinking": false} */
+    int32_t                     add_generation_prompt;  /* default 1: end with the assistant's opening */
+    const char                 *template_name;          /* optional: one of the model's named templates
+                                                           ("tool_use"); NULL = the default one */
+} prepack_chat;
+
+PREPACK_API void prepack_chat_init(prepack_chat *chat);
+PREPACK_API void prepack_chat_message_init(prepack_chat_message *message);
+
+typedef struct prepack_chat_prompt {
+    char    *text;        /* the rendered prompt, NUL-terminated */
+    size_t   text_len;
+    int32_t *tokens;      /* its ids, BOS as the vocabulary says (never doubled) */
+    size_t   n_tokens;
+} prepack_chat_prompt;
+
+/* Renders `chat` as a chat request would be rendered, and stores a
+** library-allocated prompt in *prompt: free it with prepack_chat_prompt_free().
+** INVALID_ARGUMENT (NULLs, a bad message, bad JSON, a template error: the
+** template's own words when it raises), FAILED_PRECONDITION (the model has
+** no chat template), RESOURCE_EXHAUSTED (a template past the engine's render
+** limits). Thread-safe. */
+PREPACK_API prepack_status prepack_chat_render(const prepack_engine *engine, const prepack_chat *chat,
+                                               prepack_chat_prompt **prompt);
+/* Frees what prepack_chat_render() returned. NULL is a no-op. */
+PREPACK_API void prepack_chat_prompt_free(prepack_chat_prompt *prompt);
+
+/* ------------------------------------------------------------------------
 ** Requests
 */
 typedef struct prepack_request {
@@ -285,6 +347,10 @@ typedef struct prepack_request {
     int32_t            lazy_revive_limit;   /* ABI 6: pruned prompt tokens one decode step may bring back
                                                (each through its remaining layers): 0 (default) = the
                                                engine's default bound, N > 0 = at most N, -1 = no bound */
+    const prepack_chat *chat;               /* ABI 7: a conversation rendered by the model's chat template;
+                                               then prompt and prompt_tokens must be NULL and parse_special 0.
+                                               Works in every form: streams, callbacks and batches (a batch
+                                               of conversations shares their common system prompt) */
 } prepack_request;
 
 /* Fills *request with defaults (and struct_size). NULL is ignored. */
@@ -336,6 +402,11 @@ typedef struct prepack_event {
     prepack_status        status;        /* OK, CANCELLED, DEADLINE_EXCEEDED, ... */
     const char           *message;       /* why, when status is not OK ("" otherwise) */
     prepack_usage         usage;
+    /* ABI 7, chat requests whose template has <think> sections (Qwen3, DeepSeek-R1 style): */
+    const char           *reasoning;     /* TOKEN: this token's thinking text, apart from `text` (the
+                                            answer); the <think> tags are in neither */
+    size_t                reasoning_len;
+    int32_t               reasoning_tokens;   /* END: generated tokens that were thinking */
 } prepack_event;
 
 PREPACK_API void prepack_event_init(prepack_event *event);
@@ -388,7 +459,9 @@ PREPACK_API prepack_status prepack_generate(prepack_engine *engine, const prepac
 typedef struct prepack_result {
     int32_t              *tokens;        /* generated ids */
     size_t                n_tokens;
-    char                 *text;          /* NUL-terminated generated text */
+    char                 *text;          /* NUL-terminated generated text (for a chat request with
+                                            thinking: the answer; the thinking itself comes in the
+                                            events of prepack_generate_batch_start) */
     size_t                text_len;
     prepack_finish_reason finish_reason;
     prepack_status        status;        /* OK, or why this request failed */

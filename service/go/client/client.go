@@ -3,7 +3,9 @@
 //
 // It wraps the generated stubs in package prepackpb with what most callers
 // want: dialing with an optional bearer token, streaming one generation
-// while the tokens arrive, and asking whether the server is serving.
+// (from a prompt, or from a conversation rendered by the model's chat
+// template) while the tokens arrive, and asking whether the server is
+// serving.
 package client
 
 import (
@@ -60,8 +62,11 @@ func (c *Client) Close() error { return c.conn.Close() }
 
 // Result is a whole generation.
 type Result struct {
-	TokenIDs     []int32
-	Text         string
+	TokenIDs []int32
+	Text     string
+	// Reasoning is a reasoning model's thinking (chat requests whose
+	// template has <think> sections), apart from Text, the answer.
+	Reasoning    string
 	FinishReason prepackpb.FinishReason
 	Usage        *prepackpb.Usage
 }
@@ -79,6 +84,35 @@ func (c *Client) Generate(ctx context.Context, req *prepackpb.GenerateRequest,
 	if err != nil {
 		return nil, err
 	}
+	return collect(stream, onChunk)
+}
+
+// Chat streams one generation whose prompt is a conversation, rendered by
+// the model's chat template (the GGUF's tokenizer.chat_template, or
+// prepackd's --chat-template-file), as Generate does. A model without a
+// template answers codes.FailedPrecondition; bad messages, JSON or a
+// template's own error codes.InvalidArgument naming the field.
+func (c *Client) Chat(ctx context.Context, req *prepackpb.ChatRequest,
+	onChunk func(*prepackpb.GenerateResponse) error) (*Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.API.Chat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return collect(stream, onChunk)
+}
+
+// RenderChat returns the prompt a conversation renders to and its token
+// ids, exactly what Chat would prefill, without generating anything.
+func (c *Client) RenderChat(ctx context.Context, conv *prepackpb.Conversation) (*prepackpb.RenderChatResponse, error) {
+	return c.API.RenderChat(ctx, &prepackpb.RenderChatRequest{Conversation: conv})
+}
+
+// collect reads a Generate or Chat stream to its end.
+func collect(stream interface {
+	Recv() (*prepackpb.GenerateResponse, error)
+}, onChunk func(*prepackpb.GenerateResponse) error) (*Result, error) {
 	res := &Result{}
 	for {
 		resp, err := stream.Recv()
@@ -90,6 +124,7 @@ func (c *Client) Generate(ctx context.Context, req *prepackpb.GenerateRequest,
 		}
 		res.TokenIDs = append(res.TokenIDs, resp.TokenIds...)
 		res.Text += resp.Text
+		res.Reasoning += resp.Reasoning
 		if resp.FinishReason != prepackpb.FinishReason_FINISH_REASON_UNSPECIFIED {
 			res.FinishReason = resp.FinishReason
 			res.Usage = resp.Usage

@@ -274,3 +274,122 @@ func TestHealthReflectionAndStatusCodes(t *testing.T) {
 	}
 	fmt.Println("health SERVING, reflection", len(names), "services, status codes as documented")
 }
+
+// conversation builds a Conversation of (role, content) pairs.
+func conversation(pairs ...string) *prepackpb.Conversation {
+	c := &prepackpb.Conversation{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		c.Messages = append(c.Messages, &prepackpb.ChatMessage{Role: pairs[i], Content: proto.String(pairs[i+1])})
+	}
+	return c
+}
+
+func greedyChat(c *prepackpb.Conversation, maxTokens int32) *prepackpb.ChatRequest {
+	return &prepackpb.ChatRequest{
+		Conversation: c,
+		Sampling: &prepackpb.SamplingParams{
+			MaxTokens: proto.Int32(maxTokens), Temperature: proto.Float32(0), IgnoreEos: true,
+		},
+	}
+}
+
+func TestChatWithATemplateFile(t *testing.T) {
+	tmpl := filepath.Join(t.TempDir(), "chat.jinja")
+	src := "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}" +
+		"{% if add_generation_prompt %}<assistant>{% endif %}"
+	if err := os.WriteFile(tmpl, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, startServer(t, "--model", "synthetic:tiny", "--chat-template-file", tmpl))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	conv := conversation("system", "Be brief.", "user", "Once upon a time")
+	r, err := c.RenderChat(ctx, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<system>Be brief.\n<user>Once upon a time\n<assistant>"; r.Text != want || len(r.TokenIds) == 0 {
+		t.Fatalf("RenderChat = %q (%d ids), want %q", r.Text, len(r.TokenIds), want)
+	}
+
+	chunks := 0
+	res, err := c.Chat(ctx, greedyChat(conv, 12), func(*prepackpb.GenerateResponse) error {
+		chunks++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.TokenIDs) != 12 || chunks != 13 || res.FinishReason != prepackpb.FinishReason_FINISH_REASON_LENGTH {
+		t.Fatalf("got %d tokens in %d messages (finish %v), want 12 in 13", len(res.TokenIDs), chunks, res.FinishReason)
+	}
+	if int(res.Usage.GetPromptTokens()) != len(r.TokenIds) {
+		t.Fatalf("prompt tokens %d, RenderChat gave %d", res.Usage.GetPromptTokens(), len(r.TokenIds))
+	}
+	// Chat is Generate of the rendered ids.
+	gen := &prepackpb.GenerateRequest{
+		Prompt:   &prepackpb.GenerateRequest_TokenIds{TokenIds: &prepackpb.TokenIds{Ids: r.TokenIds}},
+		Sampling: greedyChat(conv, 12).Sampling,
+	}
+	same, err := c.Generate(ctx, gen, nil)
+	if err != nil || !reflect.DeepEqual(same.TokenIDs, res.TokenIDs) || same.Text != res.Text {
+		t.Fatalf("Generate of the rendered ids: %v %v, want %v", same.TokenIDs, err, res.TokenIDs)
+	}
+
+	// Errors name the field.
+	_, err = c.Chat(ctx, greedyChat(&prepackpb.Conversation{}, 4), nil)
+	if status.Code(err) != codes.InvalidArgument ||
+		!strings.HasPrefix(status.Convert(err).Message(), "conversation.messages: ") {
+		t.Fatalf("empty conversation: err = %v, want InvalidArgument naming conversation.messages", err)
+	}
+	call := conversation("user", "weather?")
+	call.Messages = append(call.Messages, &prepackpb.ChatMessage{
+		Role:      "assistant",
+		ToolCalls: []*prepackpb.ToolCall{{Name: "get_weather", ArgumentsJson: "[1, 2]"}},
+	})
+	_, err = c.RenderChat(ctx, call)
+	if status.Code(err) != codes.InvalidArgument || !strings.HasPrefix(status.Convert(err).Message(),
+		"conversation.messages[1].tool_calls[0].arguments_json: must be a JSON object") {
+		t.Fatalf("arguments as a list: err = %v, want InvalidArgument naming the field", err)
+	}
+}
+
+func TestChatWithoutATemplateIsFailedPrecondition(t *testing.T) {
+	c := dial(t, startServer(t, "--model", "synthetic:tiny"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := c.Chat(ctx, greedyChat(conversation("user", "hi"), 4), nil)
+	if status.Code(err) != codes.FailedPrecondition ||
+		!strings.Contains(status.Convert(err).Message(), "--chat-template-file") {
+		t.Fatalf("err = %v, want FailedPrecondition naming --chat-template-file", err)
+	}
+}
+
+func TestSmolLM2ChatML(t *testing.T) {
+	model := os.Getenv("PREPACK_CHAT_MODEL")
+	if _, err := os.Stat(model); model == "" || err != nil {
+		t.Skipf("the chat model %q is absent: fetch it with scripts/get_models.sh", model)
+	}
+	c := dial(t, startServer(t, "--model", model))
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	conv := conversation("system", "S", "user", "U")
+	r, err := c.RenderChat(ctx, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"; r.Text != want {
+		t.Fatalf("RenderChat = %q, want %q", r.Text, want)
+	}
+	req := greedyChat(conversation("user", "What is the capital of France?"), 16)
+	req.Sampling.IgnoreEos = false
+	res, err := c.Chat(ctx, req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text == "" || res.Usage.GetGeneratedTokens() != int32(len(res.TokenIDs)) {
+		t.Fatalf("Chat = %q (%d tokens, usage %v)", res.Text, len(res.TokenIDs), res.Usage)
+	}
+	fmt.Printf("SmolLM2: %q\n", res.Text)
+}

@@ -46,6 +46,43 @@ public final class Engine implements AutoCloseable {
         }
     }
 
+    /**
+     * Starts a chat request ({@link Request#Request(Conversation)}) and returns
+     * its token stream, as {@link #start(Request)} does; close the stream when
+     * done. Each token's {@link Token#reasoning()} carries a thinking model's
+     * {@code <think>} text apart from its {@link Token#text()}, and the
+     * result's {@link Usage#reasoningTokens()} counts those tokens.
+     * PrepackException FAILED_PRECONDITION when the model has no chat template
+     * (give one with {@link EngineOptions#chatTemplateFile(String)}),
+     * INVALID_ARGUMENT for a bad message, bad JSON, a template error, or a
+     * request that is not a chat request.
+     */
+    public Stream chat(Request request) {
+        if (!request.isChat()) {
+            throw new PrepackException(StatusCode.INVALID_ARGUMENT,
+                    "not a chat request: make it with new Request(Conversation)");
+        }
+        return start(request);
+    }
+
+    /**
+     * The prompt a chat request of this conversation gets: the rendered text
+     * and its token ids. Errors as {@link #chat(Request)}.
+     */
+    public ChatPrompt renderChat(Conversation conversation) {
+        dev.prepack.swig.Conversation n = conversation.toNative();
+        try {
+            dev.prepack.swig.ChatPrompt p = handle.call(e -> e.renderChat(n));
+            try {
+                return new ChatPrompt(p);
+            } finally {
+                p.delete();
+            }
+        } finally {
+            n.delete();
+        }
+    }
+
     /** Runs a request to its end; throws if it ends with a status other than OK. */
     public Result generate(Request request) {
         dev.prepack.swig.Request n = request.toNative();
@@ -63,8 +100,9 @@ public final class Engine implements AutoCloseable {
 
     /**
      * Runs requests as one offline batch (under Policy.BATCHLLM shared prefixes
-     * are computed once). Results come in request order; a request that fails
-     * reports it in its result's status rather than by throwing.
+     * are computed once; chat requests among them share their common system
+     * prompt). Results come in request order; a request that fails reports it
+     * in its result's status rather than by throwing.
      */
     public List<Result> generateBatch(List<Request> requests) {
         dev.prepack.swig.RequestVector in = new dev.prepack.swig.RequestVector();

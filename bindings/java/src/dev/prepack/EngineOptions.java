@@ -15,6 +15,7 @@ public final class EngineOptions {
     private Policy policy;
     private DType dtype;
     private Device device;
+    private String chatTemplateFile;
 
     /** @param model a GGUF file path or "synthetic:NAME" */
     public EngineOptions(String model) {
@@ -69,6 +70,15 @@ public final class EngineOptions {
         return this;
     }
 
+    /**
+     * A Jinja chat template file for chat requests instead of the model's own
+     * (its GGUF's tokenizer.chat_template); null (the default) = the model's.
+     */
+    public EngineOptions chatTemplateFile(String path) {
+        chatTemplateFile = path;
+        return this;
+    }
+
     /** A native copy; the caller deletes it. */
     dev.prepack.swig.EngineOptions toNative() {
         dev.prepack.swig.EngineOptions n = new dev.prepack.swig.EngineOptions();
@@ -81,6 +91,7 @@ public final class EngineOptions {
         if (policy != null) n.setPolicy(policy.ordinal());
         if (dtype != null) n.setDtype(dtype.ordinal());
         if (device != null) n.setDevice(device.ordinal());
+        if (chatTemplateFile != null) n.setChatTemplateFile(chatTemplateFile);
         return n;
     }
 }

@@ -2,15 +2,20 @@ package dev.prepack;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
- * One generation request. Unset values keep the library's defaults
+ * One generation request: a prompt (text or token ids) or a conversation for
+ * the model's chat template. Unset values keep the library's defaults
  * (max 128 tokens, temperature 1, no top-k/top-p/min-p, no penalty).
- * Setters return this, for chaining; the library checks the values.
+ * Setters return this, for chaining; the library checks the values. Every
+ * form runs everywhere: {@link Engine#start}, {@link Engine#generate},
+ * {@link Engine#generateBatch} and, for conversations, {@link Engine#chat}.
  */
 public final class Request {
     private final String prompt;
     private final int[] promptTokens;
+    private final Conversation conversation;
     // null: the library's default
     private Boolean addBos;
     private Boolean parseSpecial;
@@ -30,16 +35,55 @@ public final class Request {
     private String lazySchedule;
     private Integer lazyReviveLimit;
 
-    /** A request for UTF-8 text (BOS added before it unless {@link #addBos(boolean)} says not). */
+    /**
+     * A request for UTF-8 text (BOS added before it unless {@link #addBos(boolean)} says not).
+     * The empty string is a valid prompt (BOS alone).
+     *
+     * @throws NullPointerException if {@code prompt} is null
+     */
     public Request(String prompt) {
-        this.prompt = prompt;
+        this.prompt = Objects.requireNonNull(prompt, "prompt");
         this.promptTokens = null;
+        this.conversation = null;
     }
 
-    /** A request for token ids, taken as given (no BOS added). */
+    /**
+     * A request for token ids, taken as given (no BOS added).
+     *
+     * @throws NullPointerException if {@code promptTokens} is null
+     * @throws PrepackException INVALID_ARGUMENT if it is empty, as the C
+     *     library and prepackd answer an empty token prompt (for BOS alone,
+     *     pass its id, or use {@code new Request("")})
+     */
     public Request(int[] promptTokens) {
+        Objects.requireNonNull(promptTokens, "promptTokens");
+        if (promptTokens.length == 0) {
+            throw new PrepackException(StatusCode.INVALID_ARGUMENT, "prompt_tokens is empty");
+        }
         this.prompt = null;
         this.promptTokens = promptTokens.clone();
+        this.conversation = null;
+    }
+
+    /**
+     * A chat request: the conversation rendered by the model's chat template
+     * (a copy is taken), its markup as control tokens and its messages' text
+     * as text. The generated text of a model that thinks ({@code <think>})
+     * comes apart, as {@link Token#reasoning()}. {@link #parseSpecial(boolean)}
+     * on is INVALID_ARGUMENT for a chat request: message text never becomes
+     * control tokens.
+     *
+     * @throws NullPointerException if {@code conversation} is null
+     */
+    public Request(Conversation conversation) {
+        this.prompt = null;
+        this.promptTokens = null;
+        this.conversation = Objects.requireNonNull(conversation, "conversation").copy();
+    }
+
+    /** Whether this is a chat request (made from a {@link Conversation}). */
+    public boolean isChat() {
+        return conversation != null;
     }
 
     /**
@@ -99,9 +143,13 @@ public final class Request {
         return this;
     }
 
-    /** Ends generation when this text appears (it is not in the output). */
+    /**
+     * Ends generation when this text appears (it is not in the output).
+     *
+     * @throws NullPointerException if {@code s} is null
+     */
     public Request stop(String s) {
-        stop.add(s);
+        stop.add(Objects.requireNonNull(s, "stop"));
         return this;
     }
 
@@ -152,12 +200,17 @@ public final class Request {
     /** A native copy; the caller deletes it. */
     dev.prepack.swig.Request toNative() {
         dev.prepack.swig.Request n = new dev.prepack.swig.Request();
-        if (promptTokens != null) {
+        if (conversation != null) {
+            dev.prepack.swig.Conversation c = conversation.toNative();
+            n.setChat(c);   // copies
+            c.delete();
+            n.setHasChat(true);
+        } else if (promptTokens != null) {
             dev.prepack.swig.IntVector ids = new dev.prepack.swig.IntVector(promptTokens);
             n.setPromptTokens(ids);   // copies
             ids.delete();
         } else {
-            n.setPrompt(prompt == null ? "" : prompt);
+            n.setPrompt(prompt);   // never null (the constructors)
         }
         if (addBos != null) n.setAddBos(addBos);
         if (parseSpecial != null) n.setParseSpecial(parseSpecial);

@@ -4,6 +4,7 @@ package dev.prepack;
 public final class Result {
     private final int[] tokens;
     private final String text;
+    private final String reasoning;
     private final FinishReason finishReason;
     private final StatusCode status;
     private final String message;
@@ -12,6 +13,7 @@ public final class Result {
     Result(dev.prepack.swig.Result n) {
         tokens = Convert.ints(n.getTokens());
         text = n.getText();
+        reasoning = n.getReasoning();
         finishReason = FinishReason.of(n.getFinishReason());
         status = StatusCode.of(n.getStatus());
         message = n.getMessage();
@@ -22,8 +24,14 @@ public final class Result {
         return tokens.clone();
     }
 
+    /** The generated text; for a chat request that thought, the answer alone. */
     public String text() {
         return text;
+    }
+
+    /** A chat request's thinking ({@code <think>} sections, without the tags); "" otherwise. */
+    public String reasoning() {
+        return reasoning;
     }
 
     public FinishReason finishReason() {

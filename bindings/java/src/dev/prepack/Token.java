@@ -4,6 +4,7 @@ package dev.prepack;
 public final class Token {
     private final int id;
     private final String text;
+    private final String reasoning;
     private final float logprob;
     private final int[] topIds;
     private final float[] topLogprobs;
@@ -11,6 +12,7 @@ public final class Token {
     Token(dev.prepack.swig.Token n) {
         id = n.getId();
         text = n.getText();
+        reasoning = n.getReasoning();
         logprob = n.getLogprob();
         topIds = Convert.ints(n.getTopIds());
         topLogprobs = Convert.floats(n.getTopLogprobs());
@@ -23,6 +25,15 @@ public final class Token {
     /** Whole UTF-8 characters; empty while a stop string or a character is pending. */
     public String text() {
         return text;
+    }
+
+    /**
+     * A chat request's thinking: this token's part of a {@code <think>}
+     * section, apart from {@link #text()} (the answer); the tags are in
+     * neither. "" otherwise.
+     */
+    public String reasoning() {
+        return reasoning;
     }
 
     /** log p(token) under the model. */

@@ -9,6 +9,7 @@ public final class Usage {
     private final double ttftMs;
     private final double totalMs;
     private final double prunedFraction;
+    private final int reasoningTokens;
 
     Usage(dev.prepack.swig.Usage n) {
         promptTokens = n.getPromptTokens();
@@ -18,6 +19,12 @@ public final class Usage {
         ttftMs = n.getTtftMs();
         totalMs = n.getTotalMs();
         prunedFraction = n.getPrunedFraction();
+        reasoningTokens = n.getReasoningTokens();
+    }
+
+    /** A chat request's generated tokens that were thinking (part of completionTokens). */
+    public int reasoningTokens() {
+        return reasoningTokens;
     }
 
     /** LazyLLM: fraction of the prompt's token-layers its prefill skipped (0 without pruning). */

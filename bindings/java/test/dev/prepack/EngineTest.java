@@ -265,6 +265,25 @@ class EngineTest {
     }
 
     @Test
+    void anEmptyTokenPromptIsInvalidAndANullPromptThrows() {
+        // As prepack_generate ("prompt_tokens is empty") and prepackd
+        // (token_ids.ids must not be empty) answer: never BOS alone.
+        PrepackException e = assertThrows(PrepackException.class, () -> new Request(new int[0]));
+        assertEquals(StatusCode.INVALID_ARGUMENT, e.getStatus());
+        assertTrue(e.getMessage().contains("prompt_tokens is empty"), e.getMessage());
+        assertThrows(PrepackException.class, () -> engine.generate(new Request(new int[0]).maxTokens(1)));
+        // Null is a programming error, not an empty prompt.
+        assertThrows(NullPointerException.class, () -> new Request((String) null));
+        assertThrows(NullPointerException.class, () -> new Request((int[]) null));
+        assertThrows(NullPointerException.class, () -> new Request("Once").stop(null));
+        // One id is enough, and the array is copied.
+        int[] bos = {1};
+        Request r = new Request(bos).maxTokens(2).ignoreEos(true).temperature(0f);
+        bos[0] = 1 << 30;
+        assertEquals(1, engine.generate(r).usage().promptTokens());
+    }
+
+    @Test
     void bf16WeightsGenerate() {
         // The enum admits no invalid dtype, so only the valid one can be passed here.
         try (Engine e = Engine.open(new EngineOptions("synthetic:tiny").threads(1).dtype(DType.BF16))) {

@@ -23,7 +23,7 @@ class Utf8Test {
     // Outside the BMP (emoji, a skin-tone modifier, a musical symbol) and CJK:
     // stories260K has no piece for any of them, so each byte is a byte-fallback token.
     static final String WIDE = "🙂世界👋🏽𝄞";
-    static final String[] TEXTS = {WIDE, "Once upon a time, 🙂 said 世界 👋🏽!", "é€ 😀😀", "🙂"};
+    static final String[] TEXTS = {WIDE, "Once upon a time, 🙂 said 世界 👋🏽!", "é€ 😀😀", "🙂", "🦙 café 𝄞"};
 
     static Engine engine;
     static List<EngineTest.Case> cases;
@@ -57,6 +57,21 @@ class Utf8Test {
         int[] ids = engine.tokenize(WIDE, false, false);
         assertArrayEquals(byteIds(WIDE), ids);
         assertEquals(WIDE, engine.detokenize(Arrays.copyOfRange(ids, 1, ids.length)));   // the bytes alone
+    }
+
+    @Test
+    void aLoneIdOfPartialUtf8DecodesWithoutError() {
+        // 🦙 is F0 9F A6 99: byte-fallback ids 243 162 169 156. One id alone
+        // is a partial character: the library hands its byte out as it is and
+        // Java's decoder makes it U+FFFD, never a JNI error or a crash.
+        int[] llama = Arrays.copyOfRange(byteIds("🦙"), 1, 5);
+        assertArrayEquals(new int[] {0xF0 + 3, 0x9F + 3, 0xA6 + 3, 0x99 + 3}, llama);
+        for (int id : llama) {
+            assertEquals("\uFFFD", engine.detokenize(new int[] {id}), "id " + id);
+        }
+        assertEquals("\uFFFD", engine.detokenize(Arrays.copyOfRange(llama, 0, 3)));   // a truncated character
+        assertEquals("🦙", engine.detokenize(llama));                                  // whole again
+        assertEquals("a\uFFFDb", engine.detokenize(new int[] {byteIds("a")[1], 0xF0 + 3, byteIds("b")[1]}));
     }
 
     @Test
