@@ -150,15 +150,7 @@ void AddChat(CLI::App& app, int* exit_code) {
                     "a Jinja chat template to use instead of the model's tokenizer.chat_template");
     cmd->add_option("--max-tokens", o->max_tokens, "tokens per answer at most")->capture_default_str()
         ->check(CLI::Range(1, 1 << 24));
-    SamplingParams& s = o->sampling;
-    cmd->add_option("--temperature", s.temperature, "0 = greedy")->capture_default_str();
-    cmd->add_option("--top-k", s.top_k, "keep the K most likely tokens (0 = off)")->capture_default_str();
-    cmd->add_option("--top-p", s.top_p, "nucleus sampling mass (1 = off)")->capture_default_str();
-    cmd->add_option("--min-p", s.min_p, "drop tokens below min-p x the top probability (0 = off)")
-        ->capture_default_str();
-    cmd->add_option("--repeat-penalty", s.repetition_penalty, "penalty for recently seen tokens (1 = off)")
-        ->capture_default_str();
-    cmd->add_option("--seed", s.seed, "sampling seed: same seed, same tokens")->capture_default_str();
+    AddSamplingOptions(cmd, &o->sampling);
     cmd->add_flag("--no-thinking", o->no_thinking, "pass enable_thinking=false to the template (Qwen3 style)");
     // lru: each turn's prompt begins with the last one's, so the history's
     // KV is reused and a turn computes only its new tokens. fcfs computes

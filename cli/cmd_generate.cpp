@@ -93,15 +93,7 @@ void AddGenerate(CLI::App& app, int* exit_code) {
     cmd->add_flag("--parse-special", o->parse_special,
                   "read control-token text in the prompt, such as <|eot_id|>, as that token (off: plain text)");
     cmd->add_option("--max-tokens", o->max_tokens, "tokens to generate at most")->check(CLI::Range(0, 1 << 24));
-    SamplingParams& s = o->sampling;
-    cmd->add_option("--temperature", s.temperature, "0 = greedy")->capture_default_str();
-    cmd->add_option("--top-k", s.top_k, "keep the K most likely tokens (0 = off)")->capture_default_str();
-    cmd->add_option("--top-p", s.top_p, "nucleus sampling mass (1 = off)")->capture_default_str();
-    cmd->add_option("--min-p", s.min_p, "drop tokens below min-p x the top probability (0 = off)")
-        ->capture_default_str();
-    cmd->add_option("--repeat-penalty", s.repetition_penalty, "penalty for recently seen tokens (1 = off)")
-        ->capture_default_str();
-    cmd->add_option("--seed", s.seed, "sampling seed: same seed, same tokens")->capture_default_str();
+    AddSamplingOptions(cmd, &o->sampling);
     cmd->add_option("--stop", o->stop, "stop when this text is generated (repeatable)");
     cmd->add_flag("--lazy", o->lazy, "LazyLLM: prune prompt tokens the next token barely attends to");
     cmd->add_option("--lazy-schedule", o->lazy_schedule,

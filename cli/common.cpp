@@ -69,6 +69,17 @@ void ParseCommandLine(CLI::App& app, int argc, const char* const* argv) {
     app.parse(static_cast<int>(pointers.size()), pointers.data());
 }
 
+void AddSamplingOptions(CLI::App* cmd, SamplingParams* s) {
+    cmd->add_option("--temperature", s->temperature, "0 = greedy")->capture_default_str();
+    cmd->add_option("--top-k", s->top_k, "keep the K most likely tokens (0 = off)")->capture_default_str();
+    cmd->add_option("--top-p", s->top_p, "nucleus sampling mass (1 = off)")->capture_default_str();
+    cmd->add_option("--min-p", s->min_p, "drop tokens below min-p x the top probability (0 = off)")
+        ->capture_default_str();
+    cmd->add_option("--repeat-penalty", s->repetition_penalty, "penalty for recently seen tokens (1 = off)")
+        ->capture_default_str();
+    cmd->add_option("--seed", s->seed, "sampling seed: same seed, same tokens")->capture_default_str();
+}
+
 cpu::DType KvDType(const CommonOptions& o, const Model& model) {
     return ExplicitKvDType(o).value_or(model.weights().dtype);
 }

@@ -43,6 +43,10 @@ absl::StatusOr<Loaded> Load(const CommonOptions& o, int64_t min_kv_tokens, bool 
 // --kv-dtype resolved for `model`: "auto" follows its weights' dtype.
 cpu::DType KvDType(const CommonOptions& o, const Model& model);
 
+// Registers --temperature, --top-k, --top-p, --min-p, --repeat-penalty and
+// --seed, showing the library's defaults (SamplingParams) in --help.
+void AddSamplingOptions(CLI::App* app, SamplingParams* s);
+
 // Engine options from the common flags plus the scheduler's own.
 EngineOptions EngineOptionsFrom(const CommonOptions& o, int32_t max_batch_tokens, int32_t max_running,
                                 SchedulePolicy policy);

@@ -43,19 +43,28 @@ grpc::Status Authenticator::Check(const grpc::CallbackServerContext* context) co
     if (!enabled()) return grpc::Status::OK;
     const auto& md = context->client_metadata();
     const auto it = md.find("authorization");
-    if (it == md.end()) {
-        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing 'authorization: Bearer <token>' metadata");
+    if (it == md.end()) return CheckValue(nullptr, "metadata");
+    const std::string_view value(it->second.data(), it->second.size());
+    return CheckValue(&value, "metadata");
+}
+
+grpc::Status Authenticator::CheckValue(const std::string_view* authorization, const char* carrier) const {
+    if (!enabled()) return grpc::Status::OK;
+    if (authorization == nullptr) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                            std::string("missing 'authorization: Bearer <token>' ") + carrier);
     }
     // RFC 7235: credentials = auth-scheme 1*SP token68, and the scheme is
     // case-insensitive ("bearer", "BEARER" are "Bearer").
-    const std::string_view value(it->second.data(), it->second.size());
+    const std::string_view value = *authorization;
     constexpr std::string_view kScheme = "bearer";
     bool scheme_ok = value.size() > kScheme.size() && value[kScheme.size()] == ' ';
     for (size_t i = 0; scheme_ok && i < kScheme.size(); ++i) {
         scheme_ok = std::tolower(static_cast<unsigned char>(value[i])) == kScheme[i];
     }
     if (!scheme_ok) {
-        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the authorization metadata is not 'Bearer <token>'");
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                            std::string("the authorization ") + carrier + " is not 'Bearer <token>'");
     }
     std::string_view token = value.substr(kScheme.size());
     while (!token.empty() && token.front() == ' ') token.remove_prefix(1);

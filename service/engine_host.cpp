@@ -57,6 +57,17 @@ grpc::Status EngineHost::Load(const ServerOptions& o) {
     return grpc::Status::OK;
 }
 
+grpc::Status EngineHost::QueueFull(bool batch) const {
+    if (!batch) {
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            "the server is at its limit of " + std::to_string(admission_.max_queue()) +
+                                " requests in flight (--max-queue); retry later");
+    }
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "the server is at its limit of " + std::to_string(admission_.batch_limit()) +
+                            " batch requests in flight (--max-queue less --interactive-reserve); retry later");
+}
+
 void EngineHost::BeginDrain() { phase_.store(Phase::kDraining); }
 
 grpc::Status EngineHost::CheckServing() const {

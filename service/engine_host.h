@@ -59,8 +59,12 @@ public:
     prepack_engine* engine() const { return engine_; }
     const prepack_model_desc& model() const { return model_; }
 
-    // A slot per request running or waiting in the engine.
+    // A slot per request running or waiting in the engine, whichever
+    // protocol brought it (gRPC and HTTP share them).
     Admission& admission() { return admission_; }
+    // RESOURCE_EXHAUSTED saying which limit is full: every slot (an
+    // interactive request) or the slots batch members may take.
+    grpc::Status QueueFull(bool batch) const;
     uint64_t in_flight() const { return admission_.in_flight(); }
     int32_t max_queue() const { return admission_.max_queue(); }
     // Text prompts longer than this are refused before tokenizing

@@ -38,25 +38,7 @@ grpc::Status PrepackService::AcceptUnary(const grpc::CallbackServerContext* cont
 
 void PrepackService::Refused(const std::string& id, const char* rpc, const grpc::Status& status,
                              Clock::time_point received) const {
-    host_->CountFinished(status.error_code());
-    RequestRecord rec;
-    rec.id = id;
-    rec.rpc = rpc;
-    rec.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - received).count();
-    rec.status = status;
-    LogRequest(rec);
-}
-
-grpc::Status PrepackService::Full(bool batch) const {
-    const Admission& a = host_->admission();
-    if (!batch) {
-        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            "the server is at its limit of " + std::to_string(a.max_queue()) +
-                                " requests in flight (--max-queue); retry later");
-    }
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        "the server is at its limit of " + std::to_string(a.batch_limit()) +
-                            " batch requests in flight (--max-queue less --interactive-reserve); retry later");
+    LogRefusal(host_, id, rpc, status, received);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* PrepackService::Generate(grpc::CallbackServerContext* context,
@@ -88,7 +70,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* PrepackService::StartStream(grpc::Ca
             if (grpc::Status s = CheckPromptBytes(*text, "text", host_->max_prompt_bytes()); !s.ok()) return refuse(s);
         }
     }
-    if (!host_->admission().TryInteractive()) return refuse(Full(false));
+    if (!host_->admission().TryInteractive()) return refuse(host_->QueueFull(false));
     // Decoding, checking and tokenizing grow with the request: the pump's.
     return new GenerateReactor(host_, rpc, id, bytes, context->deadline(), stream_buffer_, received);
 }
@@ -105,7 +87,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* PrepackService::GenerateBatch(grpc::
     if (Expired(context)) return refuse(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded before start"));
     // One slot to begin with; the reactor takes more, up to its window, as
     // they free up, so a batch larger than the window runs through it.
-    if (!host_->admission().TryBatch()) return refuse(Full(true));
+    if (!host_->admission().TryBatch()) return refuse(host_->QueueFull(true));
     return new BatchReactor(host_, id, *bytes, context->deadline(), stream_buffer_);
 }
 

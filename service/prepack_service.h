@@ -80,8 +80,6 @@ private:
     // it arrived, so the log shows what the refusal cost.
     void Refused(const std::string& id, const char* rpc, const grpc::Status& status,
                  std::chrono::steady_clock::time_point received) const;
-    // RESOURCE_EXHAUSTED with what is full.
-    grpc::Status Full(bool batch) const;
 
     EngineHost* const   host_;
     const Authenticator auth_;

@@ -58,39 +58,9 @@ grpc::Status CheckSampling(const prepack::v1::SamplingParams& s, const std::stri
 
 using Json = nlohmann::ordered_json;
 
-// Deeper JSON is refused before it is parsed: nesting only a hostile
-// client writes, which recursive code (serializing, a template's tojson)
-// would pay for with its stack. protobuf's own nesting limit.
-constexpr int kMaxJsonDepth = 100;
-
-// The deepest nesting of arrays and objects in `text`, counted outside
-// strings (linear, no parser); stops counting past kMaxJsonDepth.
-int JsonDepth(std::string_view text) {
-    int depth = 0, deepest = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\') {
-                ++i;
-            } else if (c == '"') {
-                in_string = false;
-            }
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-            if (deepest > kMaxJsonDepth) break;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return deepest;
-}
-
 // `text` parsed, or INVALID_ARGUMENT naming `field` and where it stops being JSON.
 grpc::Status ParseJson(const std::string& text, const std::string& field, Json* out) {
-    if (JsonDepth(text) > kMaxJsonDepth) {
+    if (JsonNestingDepth(text) > kMaxJsonDepth) {
         return Invalid("", field, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
     try {
@@ -168,6 +138,29 @@ grpc::Status PromptIds(const prepack::v1::GenerateRequest& in, const std::string
 }
 
 }  // namespace
+
+int JsonNestingDepth(std::string_view text) {
+    int depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+            if (deepest > kMaxJsonDepth) break;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
 
 grpc::Status CheckPromptBytes(uint64_t bytes, const std::string& field, uint64_t max_prompt_bytes) {
     if (bytes <= max_prompt_bytes) return grpc::Status::OK;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "prepack/prepack.h"
@@ -108,6 +109,14 @@ grpc::Status BuildChat(const prepack::v1::Conversation& c, const std::string& fi
 // INVALID_ARGUMENT (prefixed with `field`) for template errors.
 grpc::Status RenderChat(const prepack_engine* engine, const PreparedChat& chat, const std::string& field,
                         std::string* text, std::vector<int32_t>* ids);
+
+// Deeper JSON is refused before it is parsed: nesting only a hostile
+// client writes, which recursive code (parsing, serializing, a template's
+// tojson) would pay for with its stack. protobuf's own nesting limit.
+constexpr int kMaxJsonDepth = 100;
+// The deepest nesting of arrays and objects in `text`, counted outside
+// strings (linear, no parser); stops counting past kMaxJsonDepth.
+int JsonNestingDepth(std::string_view text);
 
 // Tokenizes UTF-8 text through the C ABI (growing the buffer as it asks).
 grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos, bool parse_special,

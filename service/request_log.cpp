@@ -22,4 +22,15 @@ void LogRequest(const RequestRecord& r) {
                  r.rpc, r.prompt_tokens, r.generated_tokens, timing, CodeName(r.status.error_code()), msg.c_str());
 }
 
+void LogRefusal(EngineHost* host, const std::string& id, const char* rpc, const grpc::Status& status,
+                std::chrono::steady_clock::time_point received) {
+    host->CountFinished(status.error_code());
+    RequestRecord rec;
+    rec.id = id;
+    rec.rpc = rpc;
+    rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - received).count();
+    rec.status = status;
+    LogRequest(rec);
+}
+
 }  // namespace prepackd

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -22,5 +23,12 @@ struct RequestRecord {
 };
 
 void LogRequest(const RequestRecord& record);
+
+class EngineHost;
+// A call refused before it reached the engine, whichever protocol brought
+// it: counted in the host's per-status counters and logged, with the time
+// since `received` (what the refusal cost).
+void LogRefusal(EngineHost* host, const std::string& id, const char* rpc, const grpc::Status& status,
+                std::chrono::steady_clock::time_point received);
 
 }  // namespace prepackd

@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string_view>
+
 namespace prepackd {
 
 int ParseServerOptions(int argc, char** argv, ServerOptions* o) {
@@ -56,12 +58,34 @@ int ParseServerOptions(int argc, char** argv, ServerOptions* o) {
     app.add_option("--stream-buffer", o->stream_buffer,
                    "responses buffered per stream before generation output waits for a slow reader")
         ->check(CLI::PositiveNumber)->capture_default_str();
+    app.add_option("--http-listen", o->http_listen,
+                   "host:port of the OpenAI-compatible HTTP API (/v1/chat/completions, ...); port 0 picks a "
+                   "free one; \"\" or off: no HTTP")
+        ->capture_default_str();
+    app.add_option("--model-name", o->model_name,
+                   "the model's id in the HTTP API (\"model\" of requests, /v1/models); default: the model "
+                   "file's name without directory and .gguf");
+    app.add_option("--http-threads", o->http_threads,
+                   "HTTP connections served at once, each on its own thread (0 = --max-queue + 16); more wait")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
     return -1;
+}
+
+std::string ServedModelId(const ServerOptions& o) {
+    if (!o.model_name.empty()) return o.model_name;
+    if (o.model.rfind("synthetic:", 0) == 0) return o.model;
+    std::string id = o.model;
+    if (const size_t slash = id.find_last_of('/'); slash != std::string::npos) id = id.substr(slash + 1);
+    constexpr std::string_view kExt = ".gguf";
+    if (id.size() > kExt.size() && id.compare(id.size() - kExt.size(), kExt.size(), kExt) == 0) {
+        id.resize(id.size() - kExt.size());
+    }
+    return id;
 }
 
 bool IsLoopback(const std::string& listen) {

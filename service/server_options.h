@@ -28,7 +28,14 @@ struct ServerOptions {
     std::string auth_token_file;                        // shared bearer token, one line
     int32_t     max_message_bytes = 16 << 20;           // gRPC send and receive limit
     int32_t     stream_buffer = 16;                     // responses queued per stream before the pump waits
+    std::string http_listen = "127.0.0.1:8080";         // the OpenAI-compatible HTTP API ("" or "off": none)
+    std::string model_name;                             // the model's id over HTTP ("" = the GGUF file's stem)
+    int32_t     http_threads = 0;                       // HTTP connections served at once (0 = --max-queue + 16)
 };
+
+// The id HTTP clients name the model by: --model-name, or else the model
+// file's name without its directory and ".gguf" ("synthetic:tiny" as given).
+std::string ServedModelId(const ServerOptions& options);
 
 // Parses argv into *options. Returns -1 to go on, or the exit code (0 after
 // --help, 2 after a bad flag) once the message has been printed.

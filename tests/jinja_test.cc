@@ -314,6 +314,11 @@ TEST(JinjaRender, StrftimeNowFormatsOptionsNowInUtc) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->text, "05 January 2025|Jan Sun Sunday 00:07:09 005 AM 12  5 25 01 %");
     EXPECT_TRUE(ContentPieces(*r).empty());
+    // glibc's flags, which CPython passes through (Llama 3.x style dates use
+    // "%d %b %Y"; others write "%-d"); %f, %z, %Z are CPython's own.
+    r = Render("{{ strftime_now('%-d|%_H|%^b|%f|%z|%Z|%G-W%V-%u') }}", "{}", o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->text, "5| 0|JAN|000000|||2025-W01-7");
 }
 
 TEST(JinjaRender, TemplateRendersRepeatedlyAndMoves) {
@@ -476,7 +481,7 @@ TEST(JinjaErrors, NameLineAndColumn) {
         {"unsupported_filter", "{{ [1]|groupby('a') }}", absl::StatusCode::kInvalidArgument,
          "template:1:8: the 'groupby' filter is not supported"},
         {"unsupported_method", "{{ 'x'.encode() }}", absl::StatusCode::kInvalidArgument,
-         "template:1:8: str.encode is not supported"},
+         "template:1:14: str.encode is not supported"},
         {"int_too_long_to_print", "{{ 10 ** 4301 }}", absl::StatusCode::kInvalidArgument,
          "template:1:7: Exceeds the limit (4300 digits) for integer string conversion; use "
          "sys.set_int_max_str_digits() to increase the limit"},

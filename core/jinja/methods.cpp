@@ -33,11 +33,11 @@ constexpr MethodName kStrMethods[] = {
     {"swapcase", S}, {"title", S}, {"translate", U}, {"upper", S}, {"zfill", S},
 };
 constexpr MethodName kDictMethods[] = {
-    {"clear", X}, {"copy", U}, {"fromkeys", U}, {"get", S}, {"items", S}, {"keys", S},
+    {"clear", X}, {"copy", S}, {"fromkeys", U}, {"get", S}, {"items", S}, {"keys", S},
     {"pop", X}, {"popitem", X}, {"setdefault", X}, {"update", X}, {"values", S},
 };
 constexpr MethodName kListMethods[] = {
-    {"append", X}, {"clear", X}, {"copy", U}, {"count", S}, {"extend", X}, {"index", S},
+    {"append", X}, {"clear", X}, {"copy", S}, {"count", S}, {"extend", X}, {"index", S},
     {"insert", X}, {"pop", X}, {"remove", X}, {"reverse", X}, {"sort", X},
 };
 constexpr MethodName kTupleMethods[] = {{"count", S}, {"index", S}};
@@ -266,12 +266,16 @@ Value DictView(const DictObj& d, ListKind kind) {
 Value DictMethod(const Value& self, std::string_view name, const Args& args) {
     const DictObj& d = self.dict();
     const std::string what = Cat("dict.", name);
+    if (name != "get" && name != "items" && name != "keys" && name != "values" && name != "copy") {
+        Fail(Cat(what, " is not supported"));
+    }
     if (name == "get") {
         ArgBinder a(what, args, {"key", "default"});
         const Value* v = d.Find(a.Required(0));
         return v != nullptr ? *v : a.Get(1, Value::None());
     }
     NoArgs(what, args);
+    if (name == "copy") return Value::Dict(d.items);  // a new dict (the sandbox never changes either)
     if (name == "items") return DictView(d, ListKind::DictItems);
     if (name == "keys") return DictView(d, ListKind::DictKeys);
     if (name == "values") return DictView(d, ListKind::DictValues);
@@ -281,6 +285,11 @@ Value DictMethod(const Value& self, std::string_view name, const Args& args) {
 Value SeqMethod(const Value& self, std::string_view name, const Args& args) {
     const std::vector<Value>& items = self.list().items;
     const std::string what = Cat(TypeName(self), ".", name);
+    if (name == "copy" && self.list().kind == ListKind::List) {
+        NoArgs(what, args);
+        return Value::List(items);
+    }
+    if (name != "count" && name != "index") Fail(Cat(what, " is not supported"));
     if (name == "count") {
         ArgBinder a(what, args, {"value"});
         const Value& x = a.Required(0);

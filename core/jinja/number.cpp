@@ -204,11 +204,6 @@ std::optional<double> ParsePyFloat(std::string_view s) {
     return neg ? -v : v;
 }
 
-int64_t CheckedAdd(int64_t a, int64_t b) {
-    int64_t r;
-    if (__builtin_add_overflow(a, b, &r)) Overflow();
-    return r;
-}
 int64_t CheckedSub(int64_t a, int64_t b) {
     int64_t r;
     if (__builtin_sub_overflow(a, b, &r)) Overflow();
@@ -219,22 +214,6 @@ int64_t CheckedMul(int64_t a, int64_t b) {
     if (__builtin_mul_overflow(a, b, &r)) Overflow();
     return r;
 }
-int64_t CheckedPow(int64_t base, int64_t exp) {
-    int64_t result = 1;
-    while (exp > 0) {
-        if (exp & 1) result = CheckedMul(result, base);
-        exp >>= 1;
-        if (exp > 0) {
-            if (base > 3037000499LL || base < -3037000499LL) {
-                // base*base overflows; fine only when the result stays 0, 1 or -1.
-                Overflow();
-            }
-            base *= base;
-        }
-    }
-    return result;
-}
-
 int64_t FloorDiv(int64_t a, int64_t b) {
     if (b == -1) return CheckedSub(0, a);
     int64_t q = a / b;

@@ -24,11 +24,10 @@ std::optional<int64_t> ParsePyInt(std::string_view s, int base, bool* big = null
 // float(s) for a str: whitespace, sign, underscores between digits, inf/nan.
 std::optional<double> ParsePyFloat(std::string_view s);
 
-// Checked int64 arithmetic: fails with a clear error on overflow.
-int64_t CheckedAdd(int64_t a, int64_t b);
+// Checked int64 arithmetic for the few places that stay within 64 bits
+// (ops.cpp moves to BigInt instead): fails with a clear error on overflow.
 int64_t CheckedSub(int64_t a, int64_t b);
 int64_t CheckedMul(int64_t a, int64_t b);
-int64_t CheckedPow(int64_t base, int64_t exp);  // exp >= 0
 // Python's floor division and modulo (the result takes the divisor's sign).
 int64_t FloorDiv(int64_t a, int64_t b);
 int64_t FloorMod(int64_t a, int64_t b);

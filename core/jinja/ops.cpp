@@ -329,6 +329,9 @@ std::optional<Value> PyAttribute(const Value& obj, std::string_view name) {
         case MethodStatus::Supported: return BoundMethod(obj, name);
         case MethodStatus::Unsafe: return UnsafeAttribute(obj, name);
         case MethodStatus::Unsupported:
+            // A method Python has: there (true, defined) until it is called,
+            // which then fails. Number attributes are values, not methods.
+            if (obj.is_str() || obj.kind() == Kind::Dict || obj.kind() == Kind::List) return BoundMethod(obj, name);
             Fail(Cat(TypeName(obj), ".", name, " is not supported"));
     }
     return std::nullopt;

@@ -1,9 +1,14 @@
-// strftime_now: Python's datetime.strftime in the "C" locale, for a UTC
-// time. Implemented here rather than with the C library so that the host's
-// locale (LC_TIME) cannot change a rendering.
-#include <cstdio>
+// strftime_now: Python's datetime.now().strftime(fmt) for a UTC time.
+// CPython formats %f, %z and %Z itself (a naive datetime has no offset or
+// zone name: both print nothing) and hands the rest of the format to the C
+// library's strftime, so glibc's directives and flags (%-d, %_H, %^a, ...)
+// are part of what templates see. So does this, through strftime_l in the
+// "C" locale, so that the host's LC_TIME cannot change a rendering.
+#include <locale.h>
+
 #include <ctime>
 #include <string>
+#include <vector>
 
 #include "core/jinja/builtins.h"
 #include "core/jinja/error.h"
@@ -11,123 +16,51 @@
 namespace prepack::jinja {
 namespace {
 
-constexpr const char* kDays[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
-constexpr const char* kMonths[] = {"January", "February", "March",     "April",   "May",      "June",
-                                   "July",    "August",   "September", "October", "November", "December"};
-
-std::string Num(long v, int width, char pad = '0') {
-    char buf[32];
-    if (pad == '0') {
-        std::snprintf(buf, sizeof buf, "%0*ld", width, v);
-    } else {
-        std::snprintf(buf, sizeof buf, "%*ld", width, v);
-    }
-    return buf;
+// The "C" locale, made once (newlocale is not cheap; the object is immutable).
+locale_t CLocale() {
+    static const locale_t c = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+    return c;
 }
 
-// ISO 8601 week-based year and week number.
-void IsoWeek(const std::tm& t, long& year, int& week) {
-    const int wday = (t.tm_wday + 6) % 7;  // Monday = 0
-    year = t.tm_year + 1900L;
-    week = (t.tm_yday - wday + 10) / 7;
-    auto weeks_in = [](long y) {
-        auto p = [](long x) { return (x + x / 4 - x / 100 + x / 400) % 7; };
-        return p(y) == 4 || p(y - 1) == 3 ? 53 : 52;
-    };
-    if (week < 1) {
-        --year;
-        week = weeks_in(year);
-    } else if (week > weeks_in(year)) {
-        ++year;
-        week = 1;
-    }
-}
-
-void Format(std::string& out, std::string_view fmt, const std::tm& t, std::time_t now, int depth);
-
-void Directive(std::string& out, char c, const std::tm& t, std::time_t now, int depth) {
-    const long year = t.tm_year + 1900L;
-    const int hour12 = t.tm_hour % 12 == 0 ? 12 : t.tm_hour % 12;
-    switch (c) {
-        case 'a': out += std::string(kDays[t.tm_wday]).substr(0, 3); return;
-        case 'A': out += kDays[t.tm_wday]; return;
-        case 'b':
-        case 'h': out += std::string(kMonths[t.tm_mon]).substr(0, 3); return;
-        case 'B': out += kMonths[t.tm_mon]; return;
-        case 'c': Format(out, "%a %b %e %H:%M:%S %Y", t, now, depth); return;
-        case 'C': out += Num(year / 100, 2); return;
-        case 'd': out += Num(t.tm_mday, 2); return;
-        case 'D': Format(out, "%m/%d/%y", t, now, depth); return;
-        case 'e': out += Num(t.tm_mday, 2, ' '); return;
-        case 'f': out += "000000"; return;  // whole seconds
-        case 'F': Format(out, "%Y-%m-%d", t, now, depth); return;
-        case 'g':
-        case 'G':
-        case 'V': {
-            long iy;
-            int week;
-            IsoWeek(t, iy, week);
-            if (c == 'g') out += Num(iy % 100, 2);
-            if (c == 'G') out += std::to_string(iy);
-            if (c == 'V') out += Num(week, 2);
-            return;
-        }
-        case 'H': out += Num(t.tm_hour, 2); return;
-        case 'I': out += Num(hour12, 2); return;
-        case 'j': out += Num(t.tm_yday + 1, 3); return;
-        case 'k': out += Num(t.tm_hour, 2, ' '); return;
-        case 'l': out += Num(hour12, 2, ' '); return;
-        case 'm': out += Num(t.tm_mon + 1, 2); return;
-        case 'M': out += Num(t.tm_min, 2); return;
-        case 'n': out += "\n"; return;
-        case 'p': out += t.tm_hour < 12 ? "AM" : "PM"; return;
-        case 'P': out += t.tm_hour < 12 ? "am" : "pm"; return;
-        case 'r': Format(out, "%I:%M:%S %p", t, now, depth); return;
-        case 'R': Format(out, "%H:%M", t, now, depth); return;
-        case 's': out += std::to_string(static_cast<long long>(now)); return;
-        case 'S': out += Num(t.tm_sec, 2); return;
-        case 't': out += "\t"; return;
-        case 'T': Format(out, "%H:%M:%S", t, now, depth); return;
-        case 'u': out += std::to_string(t.tm_wday == 0 ? 7 : t.tm_wday); return;
-        case 'U': out += Num((t.tm_yday + 7 - t.tm_wday) / 7, 2); return;
-        case 'w': out += std::to_string(t.tm_wday); return;
-        case 'W': out += Num((t.tm_yday + 7 - (t.tm_wday + 6) % 7) / 7, 2); return;
-        case 'x': Format(out, "%m/%d/%y", t, now, depth); return;
-        case 'X': Format(out, "%H:%M:%S", t, now, depth); return;
-        case 'y': out += Num(year % 100, 2); return;
-        case 'Y': out += std::to_string(year); return;
-        case 'z':
-        case 'Z': return;  // datetime.now() is naive: no offset, no zone name
-        case '%': out += "%"; return;
-        default:  // glibc keeps an unknown directive as it is
-            out.push_back('%');
-            out.push_back(c);
-            return;
-    }
-}
-
-void Format(std::string& out, std::string_view fmt, const std::tm& t, std::time_t now, int depth) {
+// CPython's own directives, replaced before the C library sees the format.
+std::string PythonDirectives(std::string_view fmt) {
+    std::string out;
     for (size_t i = 0; i < fmt.size(); ++i) {
-        if (fmt[i] != '%') {
+        if (fmt[i] != '%' || i + 1 >= fmt.size()) {
             out.push_back(fmt[i]);
             continue;
         }
-        if (i + 1 >= fmt.size()) {
-            out.push_back('%');  // a trailing '%' is kept, as glibc does
-            continue;
+        const char c = fmt[++i];
+        if (c == 'f') {
+            out += "000000";   // whole seconds: no microseconds
+        } else if (c == 'z' || c == 'Z') {
+            // naive datetime: nothing
+        } else {
+            out.push_back('%');
+            out.push_back(c);
         }
-        Directive(out, fmt[++i], t, now, depth + 1);
     }
+    return out;
 }
 
 }  // namespace
 
 std::string StrftimeUtc(std::string_view fmt, std::time_t now) {
+    // The C library sees the format as a C string: it ends at a NUL.
+    fmt = fmt.substr(0, fmt.find('\0'));
     std::tm t{};
     if (gmtime_r(&now, &t) == nullptr) Fail("strftime_now: time out of range");
-    std::string out;
-    Format(out, fmt, t, now, 0);
-    return out;
+    const std::string c_fmt = PythonDirectives(fmt);
+    if (c_fmt.empty()) return "";
+    if (CLocale() == static_cast<locale_t>(nullptr)) Fail("strftime_now: the C locale is unavailable");
+    // A directive expands to at most a few dozen bytes; grow until it fits.
+    // strftime returns 0 both for "no room" and for an empty result, so the
+    // probe stops once the buffer is far larger than any expansion could be.
+    for (size_t cap = 64 + 4 * c_fmt.size();; cap *= 4) {
+        std::vector<char> buf(cap);
+        const size_t n = strftime_l(buf.data(), buf.size(), c_fmt.c_str(), &t, CLocale());
+        if (n > 0 || cap > 64 * (c_fmt.size() + 64)) return std::string(buf.data(), n);
+    }
 }
 
 }  // namespace prepack::jinja

@@ -665,8 +665,4 @@ void FailUndefined(const Value& v) {
     Fail(u->message);
 }
 
-void CheckDefined(const Value& v) {
-    if (v.is_undefined()) FailUndefined(v);
-}
-
 }  // namespace prepack::jinja

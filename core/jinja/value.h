@@ -207,9 +207,7 @@ size_t PyLen(const Value& v);
 // its remaining items, which it then no longer has).
 std::vector<Value> PyIterate(const Value& v);
 
-// Fails as Python does when v is Undefined (jinja2's UndefinedError with
-// the undefined's hint).
-void CheckDefined(const Value& v);
+// Fails as jinja2's UndefinedError does, with the Undefined's hint.
 [[noreturn]] void FailUndefined(const Value& v);
 
 }  // namespace prepack::jinja

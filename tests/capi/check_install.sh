@@ -30,7 +30,7 @@ if [ -z "${PREPACK_NATIVE_BUILD:-}" ]; then
 fi
 
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-for ex in stream batch; do
+for ex in stream batch chat; do
   cc -std=c11 -Wall -Wextra -Werror -pedantic "$src/examples/c/$ex.c" $(pkg-config --cflags --libs prepack) \
      -Wl,-rpath,"$libdir" -o "$tmp/$ex"
 done
@@ -39,6 +39,12 @@ cmake --build "$tmp/cmake-build" >/dev/null
 out=$(LD_LIBRARY_PATH="$libdir" "$tmp/cmake-build/stream" synthetic:tiny "hello")
 case "$out" in *"generated tokens"*) ;; *) fail "stream example printed: $out" ;; esac
 "$tmp/batch" synthetic:tiny >/dev/null 2>&1 || fail "batch example failed"
+# The chat example on the fetched chat model (scripts/get_models.sh), when it is there.
+chat_model="$src/build/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [ -f "$chat_model" ]; then
+  out=$(LD_LIBRARY_PATH="$libdir" "$tmp/chat" "$chat_model" "What is the capital of France?")
+  case "$out" in *Paris*) ;; *) fail "chat example printed: $out" ;; esac
+fi
 echo "ok   pkg-config and find_package builds of the examples ran"
 
 if [ -n "${PREPACK_SANITIZED_BUILD:-}" ]; then
