@@ -1,14 +1,17 @@
 // The chat commands of the CLI:
 // - `prepack chat-template render` prints exactly what Python jinja2 with
-//   transformers' settings printed for every golden case
+//   transformers' settings printed for golden cases of every template
 //   (tests/data/chat_templates/goldens.json), and a template that raises
 //   exits non-zero with its message on stderr;
 // - `prepack chat` from a pipe answers each line as a user turn, with the
 //   history kept, and its first answer is the greedy continuation of the
 //   rendered prompt (`generate --parse-special` on the same text); /reset
 //   starts over.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -23,8 +26,9 @@ using json = nlohmann::ordered_json;
 
 const std::string kData = PREPACK_SOURCE_DIR "/tests/data/chat_templates";
 
+// A file of this process's own (ctest runs the tests of one binary in parallel processes).
 std::string TempFile(const std::string& name, const std::string& text) {
-    const std::string path = ::testing::TempDir() + name;
+    const std::string path = ::testing::TempDir() + std::to_string(getpid()) + "_" + name;
     std::ofstream(path, std::ios::binary) << text;
     return path;
 }
@@ -38,9 +42,14 @@ std::string Quote(const std::string& s) {
 TEST(ChatTemplateCli, RendersEveryGoldenExactly) {
     const json goldens = json::parse(testing::ReadFile(kData + "/goldens.json"));
     const std::string date = goldens["date"];
+    // The engine itself meets every golden in chat_template_golden_test;
+    // here the CLI's path (file, JSON input, --date, exit codes) is checked
+    // on a few cases of each template, every error case included.
+    std::map<std::string, int> per_template;
     int checked = 0;
     for (const json& c : goldens["cases"]) {
         const std::string tmpl = c["template"];
+        if (c.contains("output") && ++per_template[tmpl] > 3) continue;
         std::string path;
         if (tmpl.rfind("repo:", 0) == 0) {
             path = kData + "/templates/" + tmpl.substr(5);
