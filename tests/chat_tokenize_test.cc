@@ -9,10 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include "core/chat/chat_template.h"
 #include "core/chat/conversation.h"
 #include "core/chat/reasoning.h"
 #include "core/model/gguf.h"
 #include "core/model/tokenizer.h"
+#include "tests/gguf_builder.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -128,6 +130,73 @@ TEST(EncodeMarkedUp, RejectsBadRanges) {
     EXPECT_FALSE(t.EncodeMarkedUp("abc", {{2, 1}}, false).ok());
     EXPECT_FALSE(t.EncodeMarkedUp("abc", {{0, 4}}, false).ok());
     EXPECT_FALSE(t.EncodeMarkedUp("abc", {{0, 2}, {1, 3}}, false).ok());
+}
+
+// A vocabulary with the templates a GGUF can carry: the default
+// tokenizer.chat_template, a named one (tool_use) and, here, a list of names
+// and a non-string entry that must not stop the model from loading.
+Tokenizer VocabWithTemplates() {
+    std::vector<std::string> pieces = {"<unk>", "<s>", "</s>"};
+    for (int b = 0; b < 256; ++b) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+        pieces.emplace_back(buf);
+    }
+    pieces.emplace_back("▁a");
+    test::GgufBuilder g;
+    g.AddString("tokenizer.ggml.model", "llama")
+        .AddStringArray("tokenizer.ggml.tokens", pieces)
+        .AddString("tokenizer.chat_template", "D:{{ messages[0].content }}")
+        .AddString("tokenizer.chat_template.tool_use", "T:{{ tools | length if tools else 0 }}:{{ messages[0].content }}")
+        .AddStringArray("tokenizer.chat_templates", {"tool_use"})
+        .AddInt32("tokenizer.chat_template.broken", 7);
+    auto file = GgufFile::FromBytes(g.Build());
+    EXPECT_TRUE(file.ok()) << file.status();
+    auto tok = Tokenizer::FromGguf(**file);
+    EXPECT_TRUE(tok.ok()) << tok.status();
+    return *std::move(tok);
+}
+
+TEST(ChatTemplates, TheGgufsTemplatesByName) {
+    const Tokenizer tok = VocabWithTemplates();
+    EXPECT_EQ(tok.chat_templates().size(), 2u);   // "", "tool_use"; the int is left out
+    const ChatTemplates templates = ChatTemplates::Load(tok);
+    Conversation c;
+    c.messages = json::parse(R"([{"role": "user", "content": "hi"}])");
+    auto p = templates.Apply(tok, c, /*add_special=*/false);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->text, "D:hi");
+    EXPECT_EQ(p->content, (Tokenizer::ByteRanges{{2, 4}}));
+    // Tools pick the tool_use template, as transformers does.
+    c.tools = json::parse(R"([{"type": "function", "function": {"name": "f"}}])");
+    p = templates.Apply(tok, c, false);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->text, "T:1:hi");
+    // Or one named outright; an unknown name lists the ones there are.
+    c.tools = nullptr;
+    c.template_name = "tool_use";
+    p = templates.Apply(tok, c, false);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->text, "T:0:hi");
+    c.template_name = "rag";
+    auto missing = templates.Apply(tok, c, false);
+    EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(missing.status().message().find("tool_use"), std::string::npos) << missing.status();
+    // A file replaces them all; no template at all names both ways to give one.
+    EXPECT_EQ(ChatTemplates::FromSource("F", "f.jinja").Apply(tok, c).status().code(),
+              absl::StatusCode::kInvalidArgument);   // "rag" is not in a file either
+    c.template_name.clear();
+    p = ChatTemplates::FromSource("F{{ 1 + 1 }}", "f.jinja").Apply(tok, c, false);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->text, "F2");
+    auto none = ChatTemplates().Apply(tok, c);
+    EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(none.status().message().find("--chat-template-file"), std::string::npos);
+    EXPECT_NE(none.status().message().find("tokenizer.chat_template"), std::string::npos);
+    // A template that does not parse is reported when used, naming where.
+    auto bad = ChatTemplates::FromSource("{% if %}", "f.jinja").Apply(tok, c);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find("f.jinja:1:"), std::string::npos) << bad.status();
 }
 
 // The naive split of a whole text: what the streaming splitter must give

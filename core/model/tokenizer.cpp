@@ -243,7 +243,7 @@ absl::StatusOr<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
                                                 bos, eos, unk, add_bos, add_space_prefix));
     tok.add_eos_ = add_eos;
     PP_RETURN_IF_ERROR(tok.FinishSpecials(&file));
-    PP_RETURN_IF_ERROR(tok.ReadChatTemplates(file));
+    tok.ReadChatTemplates(file);
     return tok;
 }
 
@@ -285,11 +285,11 @@ absl::StatusOr<Tokenizer> Tokenizer::BpeFromGguf(const GgufFile& file) {
     tok.pre_ = std::make_shared<const PreTokenizer>(std::move(pre));
     tok.bpe_ = std::make_shared<const BpeMerges>(BpeMerges::Build(tok.piece_to_id_, tok.vocab_size(), merges));
     PP_RETURN_IF_ERROR(tok.FinishSpecials(&file));
-    PP_RETURN_IF_ERROR(tok.ReadChatTemplates(file));
+    tok.ReadChatTemplates(file);
     return tok;
 }
 
-absl::Status Tokenizer::ReadChatTemplates(const GgufFile& file) {
+void Tokenizer::ReadChatTemplates(const GgufFile& file) {
     // llama.cpp's convert script writes the default template as
     // tokenizer.chat_template and the named ones (Hugging Face's
     // chat_template list: "tool_use", "rag", ...) as tokenizer.chat_template.NAME.
@@ -301,13 +301,11 @@ absl::Status Tokenizer::ReadChatTemplates(const GgufFile& file) {
             if (key[kKey.size()] != '.') continue;   // e.g. tokenizer.chat_templates (the list of names)
             name = key.substr(kKey.size() + 1);
         }
+        // A template is optional: one that is not text is left out (a chat
+        // request then says the model has none), the model still loads.
         auto source = file.GetString(key);
-        if (!source.ok()) {
-            return absl::InvalidArgumentError(absl::StrCat("tokenizer: ", key, " is not a string"));
-        }
-        chat_templates_[name] = *std::move(source);
+        if (source.ok()) chat_templates_[name] = *std::move(source);
     }
-    return absl::OkStatus();
 }
 
 absl::StatusOr<Tokenizer> Tokenizer::Synthetic(int vocab_size) {

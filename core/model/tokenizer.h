@@ -158,7 +158,7 @@ private:
     absl::StatusOr<std::vector<int32_t>> EncodeImpl(std::string_view text, bool add_special, bool parse_special,
                                                     const ByteRanges* plain) const;
     // tokenizer.chat_template[.NAME] into chat_templates_.
-    absl::Status ReadChatTemplates(const GgufFile& file);
+    void ReadChatTemplates(const GgufFile& file);
     void EncodeSpmText(std::string_view text, bool space_prefix, std::vector<int32_t>* out) const;
     absl::Status EncodeBpeText(std::string_view text, std::vector<int32_t>* out) const;
     // Id of a normal/user-defined piece spelled `piece`, or -1.
