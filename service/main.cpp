@@ -1,8 +1,9 @@
 // prepackd: serves one model over gRPC (prepack.v1.Prepack, health,
-// reflection). Prints "prepackd listening on HOST:PORT" on stdout once the
-// port is open (before the model loads: health says NOT_SERVING until it
-// has), logs one line per request on stderr, and on SIGTERM or SIGINT
-// drains and exits 0.
+// reflection) and over the OpenAI-compatible HTTP API. Prints "prepackd
+// listening on HOST:PORT" (gRPC), then "prepackd http listening on
+// HOST:PORT" (unless --http-listen off), on stdout once the ports are open
+// (before the model loads: health says NOT_SERVING until it has), logs one
+// line per request on stderr, and on SIGTERM or SIGINT drains and exits 0.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::printf("prepackd listening on %s\n", address.c_str());
+    // The second line (scripts read the gRPC port from the first).
+    if (!server.http_address().empty()) {
+        std::printf("prepackd http listening on %s\n", server.http_address().c_str());
+    }
     std::fflush(stdout);
 
     std::atomic<bool> load_failed{false};

@@ -55,6 +55,18 @@ grpc::Status Server::Start(std::string* address) {
         std::fprintf(stderr, "prepackd: warning: listening on %s, beyond loopback, without TLS\n",
                      options_.listen.c_str());
     }
+    if (options_.http_listen != "" && options_.http_listen != "off") {
+        // The same token (one Authenticator, copied) for both protocols.
+        http_ = std::make_unique<http::HttpServer>(host_.get(), auth, options_);
+        if (grpc::Status s = http_->Start(&http_address_); !s.ok()) {
+            http_.reset();
+            return s;
+        }
+        if (!IsLoopback(options_.http_listen) && options_.tls_cert.empty()) {
+            std::fprintf(stderr, "prepackd: warning: HTTP on %s, beyond loopback, without TLS\n",
+                         options_.http_listen.c_str());
+        }
+    }
     reflection_ = MakeReflectionServices(auth, {prepack::v1::Prepack::service_full_name(),
                                                 grpc::health::v1::Health::service_full_name()});
     service_ = std::make_unique<PrepackService>(host_.get(), std::move(auth),
@@ -71,6 +83,7 @@ grpc::Status Server::Start(std::string* address) {
     for (const auto& r : reflection_) builder.RegisterService(r.get());
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port == 0) {
+        if (http_ != nullptr) http_->Stop();
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "cannot listen on " + options_.listen);
     }
     *address = WithPort(options_.listen, port);
@@ -109,6 +122,9 @@ bool Server::Stop() {
     // stopped reading) are cancelled, which ends their pumps.
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     server_->Wait();
+    // HTTP connections: their generations were cancelled above; idle ones
+    // close within a tenth of a second.
+    if (http_ != nullptr) http_->Stop();
     if (!host_->WaitCallsEnded(std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
         std::fprintf(stderr, "prepackd: requests still running after shutdown; leaving the engine\n");
         (void)host_.release();   // never free an engine that a pump still uses

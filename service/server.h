@@ -1,7 +1,8 @@
-// Server: prepackd's lifecycle. Start() opens the port with health
-// NOT_SERVING; LoadModel() loads and turns SERVING; BeginDrain() (SIGTERM)
-// turns NOT_SERVING and refuses new work; Stop() lets in-flight streams
-// finish within the grace period, cancels what is left and shuts down.
+// Server: prepackd's lifecycle. Start() opens the ports (gRPC, and HTTP
+// unless --http-listen off) with health NOT_SERVING; LoadModel() loads and
+// turns SERVING; BeginDrain() (SIGTERM) turns NOT_SERVING and refuses new
+// work; Stop() lets in-flight streams (gRPC and HTTP) finish within the
+// grace period, cancels what is left and shuts down.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -12,6 +13,7 @@
 
 #include "engine_host.h"
 #include "health_service.h"
+#include "http/http_server.h"
 #include "prepack_service.h"
 #include "server_options.h"
 
@@ -22,9 +24,12 @@ public:
     explicit Server(ServerOptions options);
     ~Server();
 
-    // Listens on options.listen. *address receives "host:port" with the
-    // port actually bound (the one picked when the port was 0).
+    // Listens on options.listen (gRPC) and options.http_listen (HTTP,
+    // unless "" or "off"). *address receives "host:port" with the port
+    // actually bound (the one picked when the port was 0).
     grpc::Status Start(std::string* address);
+    // The HTTP API's "host:port" once started; "" when it is off.
+    const std::string& http_address() const { return http_address_; }
     grpc::Status LoadModel();
     // True once LoadModel() has succeeded.
     bool loaded() const { return host_ != nullptr && host_->CheckLoaded().ok(); }
@@ -42,6 +47,8 @@ private:
     std::unique_ptr<PrepackService> service_;
     std::vector<std::unique_ptr<grpc::Service>> reflection_;
     std::unique_ptr<grpc::Server>   server_;
+    std::unique_ptr<http::HttpServer> http_;   // the OpenAI-compatible API (null when off)
+    std::string                     http_address_;
 };
 
 }  // namespace prepackd

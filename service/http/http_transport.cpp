@@ -18,6 +18,8 @@ namespace {
 
 // The plaintext connection this thread serves (set by PlainServer).
 thread_local int t_connection_fd = -1;
+// Its handler asked for it to close after the response.
+thread_local bool t_close_after = false;
 
 // Waits up to timeout_ms for `events` on fd; false on timeout or error.
 bool WaitFor(int fd, short events, int timeout_ms) {
@@ -26,6 +28,19 @@ bool WaitFor(int fd, short events, int timeout_ms) {
         const int r = ::poll(&p, 1, timeout_ms);
         if (r > 0) return true;
         if (r == 0 || errno != EINTR) return false;
+    }
+}
+
+// Closes a connection whose client may still be sending (a body refused
+// unread): our side first, then what arrives is read and dropped until the
+// client closes too (bounded), so no reset destroys the response in flight.
+void LingeringClose(int fd) {
+    ::shutdown(fd, SHUT_WR);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    char buf[16384];
+    while (std::chrono::steady_clock::now() < deadline && WaitFor(fd, POLLIN, 100)) {
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n == 0 || (n < 0 && errno != EINTR)) break;
     }
 }
 
@@ -87,7 +102,7 @@ public:
 
     void get_remote_ip_and_port(std::string& ip, int& port) const override { Address(fd_, true, ip, port); }
     void get_local_ip_and_port(std::string& ip, int& port) const override { Address(fd_, false, ip, port); }
-    httplib::socket_t socket() const override { return fd_; }
+    socket_t socket() const override { return fd_; }
 
     bool buffered() const { return pos_ < len_; }
 
@@ -110,7 +125,7 @@ private:
 // httplib's default socket options set SO_REUSEPORT, with which a second
 // server on the same port would bind too and silently take half the
 // connections. Like the gRPC port: SO_REUSEADDR only.
-void SocketOptions(httplib::socket_t sock) {
+void SocketOptions(socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
 }
@@ -131,20 +146,23 @@ public:
     explicit PlainServer(const TransportLimits& limits) : limits_(limits) {}
 
 private:
-    bool process_and_close_socket(httplib::socket_t sock) override {
+    bool process_and_close_socket(socket_t sock) override {
         int one = 1;
         ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);   // each SSE event at once
         t_connection_fd = sock;
+        t_close_after = false;
         bool ret = false;
         {
             SocketStream stream(sock, limits_);
             for (int left = limits_.keep_alive_max; left > 0 && NextRequest(stream, sock); --left) {
                 bool closed = false;
                 ret = process_request(stream, left == 1, closed, [](httplib::Request&) {});
-                if (!ret || closed) break;
+                if (!ret || closed || t_close_after) break;
             }
         }
         t_connection_fd = -1;
+        if (t_close_after) LingeringClose(sock);
+        t_close_after = false;
         ::shutdown(sock, SHUT_RDWR);
         ::close(sock);
         return ret;
@@ -282,6 +300,8 @@ int ConnectionSocket(const httplib::Request& req) {
     if (req.ssl != nullptr) return SSL_get_fd(req.ssl);
     return t_connection_fd;
 }
+
+void CloseAfterResponse() { t_close_after = true; }
 
 bool ClientGone(int fd) {
     if (fd < 0) return false;

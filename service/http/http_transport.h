@@ -95,6 +95,13 @@ private:
 // its content provider, which runs on the same thread): -1 when unknown.
 int ConnectionSocket(const httplib::Request& req);
 
+// From a handler: the connection closes once this response is out, even
+// when the request's body was not read (a body refused by its size). On
+// plaintext connections the close lingers (up to two seconds, discarding
+// what the client still sends) so that the client reads the response
+// instead of a reset.
+void CloseAfterResponse();
+
 // True when the client at the other end of `fd` has closed or reset the
 // connection (a FIN, a RST, an error); false while it is there, or when fd
 // is -1. Never blocks.

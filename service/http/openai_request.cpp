@@ -1,7 +1,9 @@
 #include "http/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <regex>
 #include <set>
@@ -288,7 +290,8 @@ grpc::Status ParseMessage(const Json& m, size_t i, prepack::v1::ChatMessage* out
             PP_TRY(GetString(part, "type", &type, pat + "."));
             if (!type) return Invalid(pat + ".type", "required");
             if (*type != "text") {
-                return Invalid(pat + ".type", "\"" + *type + "\" parts are not supported (only \"text\": the model reads text)");
+                return Invalid(pat + ".type",
+                               "\"" + *type + "\" parts are not supported (only \"text\": the model reads text)");
             }
             PP_TRY(OnlyKnown(part, {"type", "text"}, pat + "."));
             PP_TRY(GetString(part, "text", &text, pat + "."));
@@ -441,13 +444,15 @@ grpc::Status ParseChat(const Json& b, const prepack_model_desc& /*model*/, int m
     if (tools != nullptr) {
         if (!tools->is_array()) return WrongType("tools", "a list", *tools);
         if (!tools->empty() && tool_choice != "none") {
-            return Invalid("tool_choice", "tool calling is not implemented: tools are accepted with tool_choice "
-                                          "\"none\" only (got " +
-                                              (Get(b, "tool_choice") ? "\"" + tool_choice + "\"" : "none, i.e. \"auto\"") +
-                                              ")");
+            const std::string got = Get(b, "tool_choice") ? "\"" + tool_choice + "\"" : "none, i.e. \"auto\"";
+            return Invalid("tool_choice",
+                           "tool calling is not implemented: tools are accepted with tool_choice \"none\" only (got " +
+                               got + ")");
         }
         for (size_t k = 0; k < tools->size(); ++k) {
-            if (!(*tools)[k].is_object()) return WrongType("tools[" + std::to_string(k) + "]", "an object", (*tools)[k]);
+            if (!(*tools)[k].is_object()) {
+                return WrongType("tools[" + std::to_string(k) + "]", "an object", (*tools)[k]);
+            }
         }
         if (!tools->empty()) c->set_tools_json(tools->dump(-1, ' ', false, Json::error_handler_t::replace));
     } else if (tool_choice == "required" || tool_choice == "a named function") {
@@ -572,7 +577,6 @@ grpc::Status WithJsonNames(const grpc::Status& status, Api api, int prompt_index
         {std::regex(R"(\.content_parts\[)"), ".content["},
         {std::regex(R"((tool_calls\[\d+\])\.arguments_json)"), "$1.function.arguments"},
         {std::regex(R"((tool_calls\[\d+\])\.name)"), "$1.function.name"},
-        {std::regex(R"((tool_calls\[\d+\])\.id)"), "$1.id"},
     };
     static const std::vector<std::pair<std::regex, std::string>> kCompletions = {
         {std::regex(R"(^text\b)"), "prompt"},

@@ -18,9 +18,15 @@ std::string PrepackdPath() { return PREPACKD_PATH; }
 std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::string>& args, std::string* error,
                                                     std::chrono::seconds timeout, const std::string& stderr_path) {
     std::vector<std::string> argv_s = {PrepackdPath()};
-    bool has_listen = false;
-    for (const std::string& a : args) has_listen |= a == "--listen";
+    bool has_listen = false, has_http = false;
+    for (const std::string& a : args) {
+        has_listen |= a == "--listen";
+        has_http |= a == "--http-listen";
+    }
     if (!has_listen) argv_s.insert(argv_s.end(), {"--listen", "127.0.0.1:0"});
+    // HTTP on a free port too (its default, 8080, would collide between
+    // tests running at once).
+    if (!has_http) argv_s.insert(argv_s.end(), {"--http-listen", "127.0.0.1:0"});
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& a : argv_s) argv.push_back(a.data());

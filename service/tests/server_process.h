@@ -18,8 +18,8 @@ namespace prepackd_test {
 
 class ServerProcess {
 public:
-    // `args` follow the binary (add --model etc.; --listen 127.0.0.1:0 is
-    // added unless given). Null with *error set if it did not print its
+    // `args` follow the binary (add --model etc.; --listen 127.0.0.1:0 and
+    // --http-listen 127.0.0.1:0 are added unless given). Null with *error set if it did not print its
     // port within `timeout`. With `stderr_path` the server's stderr goes to
     // that file (created or truncated).
     static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& args, std::string* error,

@@ -38,7 +38,7 @@ func startServer(t *testing.T, args ...string) *server {
 	if bin == "" {
 		t.Skip("PREPACKD (the prepackd binary) is not set; run through ctest")
 	}
-	cmd := exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--threads", "1"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--http-listen", "off", "--threads", "1"}, args...)...)
 	cmd.Stderr = os.Stderr
 	// If the test binary dies (a ctest timeout), the server goes too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
