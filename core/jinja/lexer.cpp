@@ -60,15 +60,7 @@ std::string DecodeStringLiteral(std::string_view raw, size_t offset) {
             esc.append(raw.substr(start, pos - start));
             continue;
         }
-        char buf[16];
-        if (cp <= 0xFF) {
-            std::snprintf(buf, sizeof buf, "\\x%02x", cp);
-        } else if (cp <= 0xFFFF) {
-            std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-        } else {
-            std::snprintf(buf, sizeof buf, "\\U%08x", cp);
-        }
-        esc += buf;
+        AppendPyEscape(esc, cp);
     }
     std::string out;
     out.reserve(esc.size());

@@ -1,6 +1,7 @@
 #include "core/jinja/text.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "core/jinja/budget.h"
@@ -113,6 +114,18 @@ uint32_t DecodeUtf8(std::string_view s, size_t& pos) {
     }
     pos += len;
     return cp;
+}
+
+void AppendPyEscape(std::string& out, uint32_t cp) {
+    char buf[16];
+    if (cp <= 0xFF) {
+        std::snprintf(buf, sizeof buf, "\\x%02x", cp);
+    } else if (cp <= 0xFFFF) {
+        std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+    } else {
+        std::snprintf(buf, sizeof buf, "\\U%08x", cp);
+    }
+    out += buf;
 }
 
 void AppendUtf8(std::string& out, uint32_t cp) {

@@ -70,6 +70,9 @@ Text SubText(const Text& t, size_t begin, size_t end);
 // Decodes the code point at `pos` and advances `pos`.
 uint32_t DecodeUtf8(std::string_view s, size_t& pos);
 void AppendUtf8(std::string& out, uint32_t cp);
+// Python's backslash escape of one code point, as repr() and
+// "backslashreplace" write it: \xhh up to 0xFF, \uhhhh, then \Uhhhhhhhh.
+void AppendPyEscape(std::string& out, uint32_t cp);
 bool IsAscii(std::string_view s);
 // Number of code points.
 size_t CodePointCount(std::string_view s);

@@ -461,14 +461,7 @@ void ReprStr(std::string& out, std::string_view s) {
             std::snprintf(buf, sizeof buf, "\\udc%02x", cp - 0xDC00);
             out += buf;
         } else if (!IsPrintable(cp)) {
-            if (cp <= 0xFF) {
-                std::snprintf(buf, sizeof buf, "\\x%02x", cp);
-            } else if (cp <= 0xFFFF) {
-                std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-            } else {
-                std::snprintf(buf, sizeof buf, "\\U%08x", cp);
-            }
-            out += buf;
+            AppendPyEscape(out, cp);
         } else {
             out.append(s.substr(start, pos - start));
         }
