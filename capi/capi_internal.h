@@ -91,7 +91,9 @@ char* CopyString(const std::string& s);
 
 // The engine's request for a caller's prepack_request (INVALID_ARGUMENT naming the field).
 absl::StatusOr<Request> ToRequest(const prepack_request* in);
-// The engine's conversation for a caller's prepack_chat (INVALID_ARGUMENT naming the field).
+// The engine's conversation for a caller's prepack_chat (INVALID_ARGUMENT
+// naming a C-level field: NULLs, bad JSON); the conversation's own shape is
+// checked when the engine renders it.
 absl::StatusOr<Conversation> ToConversation(const prepack_chat* in);
 
 }  // namespace prepack::capi
