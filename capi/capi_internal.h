@@ -30,6 +30,10 @@ struct prepack_stream {
     std::vector<int32_t>             top_ids;
     std::vector<float>               top_logprobs;
     std::string                      message;
+    std::vector<int32_t>             prompt_token_ids;  // the first token's prompt scores, flattened
+    std::vector<float>               prompt_logprobs;
+    std::vector<int32_t>             prompt_top_ids;
+    std::vector<float>               prompt_top_logprobs;
 };
 
 namespace prepack::capi {

@@ -126,6 +126,16 @@ prepack_status prepack_engine_stats(const prepack_engine* engine, prepack_stats*
         s.kv_bytes_used = e.kv_bytes_used;
         s.prefix_saving = e.prefix_saving;
         s.prompt_fraction_computed = e.prompt_fraction_computed;
+        s.steps = e.steps;
+        s.prefill_steps = e.prefill_steps;
+        s.prefill_step_tokens = e.prefill_step_tokens;
+        s.prefill_step_capacity = e.prefill_step_capacity;
+        s.prompt_token_layers = e.prompt_token_layers;
+        s.prompt_token_layers_computed = e.prompt_token_layers_computed;
+        s.prefix_query_tokens = e.prefix_query_tokens;
+        s.prefix_hit_tokens = e.prefix_hit_tokens;
+        s.prefix_query_requests = e.prefix_query_requests;
+        s.prefix_hit_requests = e.prefix_hit_requests;
         WriteSized(s, stats);
         return PREPACK_OK;
     });

@@ -46,6 +46,7 @@ absl::StatusOr<Request> ToRequest(const prepack_request* in) {
     out.lazy_keep_ratio = r.lazy_keep_ratio;
     if (r.lazy_schedule != nullptr) out.lazy_schedule = r.lazy_schedule;
     out.lazy_revive_limit = r.lazy_revive_limit;
+    out.prompt_logprobs = r.prompt_logprobs;
     return out;
 }
 
@@ -71,6 +72,29 @@ prepack_usage ToC(const prepack::Usage& u) {
             u.total_seconds * 1e3, u.cached_prompt_tokens, u.pruned_fraction};
 }
 
+// The first token's prompt scores, flattened into the stream's buffers.
+void FillPromptLogprobs(const std::vector<prepack::Event::PromptLogprob>& in, prepack_stream* s, prepack_event* ev) {
+    const size_t n_top = in.empty() ? 0 : in[0].top.size();
+    s->prompt_token_ids.clear();
+    s->prompt_logprobs.clear();
+    s->prompt_top_ids.clear();
+    s->prompt_top_logprobs.clear();
+    for (const auto& p : in) {
+        s->prompt_token_ids.push_back(p.token);
+        s->prompt_logprobs.push_back(p.logprob);
+        for (const auto& [id, lp] : p.top) {
+            s->prompt_top_ids.push_back(id);
+            s->prompt_top_logprobs.push_back(lp);
+        }
+    }
+    ev->prompt_token_ids = s->prompt_token_ids.data();
+    ev->prompt_logprobs = s->prompt_logprobs.data();
+    ev->n_prompt_logprobs = in.size();
+    ev->prompt_top_ids = s->prompt_top_ids.data();
+    ev->prompt_top_logprobs = s->prompt_top_logprobs.data();
+    ev->prompt_n_top = n_top;
+}
+
 // Fills the C view of `stream->current`; its pointers point into the stream.
 void FillEvent(prepack_stream* s, prepack_event* out) {
     const prepack::Event& e = s->current;
@@ -93,6 +117,7 @@ void FillEvent(prepack_stream* s, prepack_event* out) {
         ev.n_top = s->top_ids.size();
         ev.reasoning = e.reasoning.c_str();
         ev.reasoning_len = e.reasoning.size();
+        if (e.prompt_logprobs) FillPromptLogprobs(*e.prompt_logprobs, s, &ev);
     } else {
         ev.kind = PREPACK_EVENT_END;
         ev.finish_reason = ToC(e.finish_reason);
@@ -118,6 +143,7 @@ void prepack_request_init(prepack_request* r) {
     r->temperature = 1.0f;
     r->top_p = 1.0f;
     r->repetition_penalty = 1.0f;
+    r->prompt_logprobs = -1;
 }
 
 void prepack_event_init(prepack_event* e) {

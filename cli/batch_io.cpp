@@ -107,4 +107,13 @@ std::set<std::string> DoneIds(const std::string& path) {
     return done;
 }
 
+void EndPartialLine(const std::string& path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in || in.tellg() <= 0) return;
+    in.seekg(-1, std::ios::end);
+    char last = 0;
+    in.get(last);
+    if (last != '\n') std::ofstream(path, std::ios::app) << '\n';
+}
+
 }  // namespace prepack::cli

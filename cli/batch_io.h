@@ -29,6 +29,9 @@ absl::StatusOr<BatchItem> ParseRequestLine(const std::string& line, size_t line_
 nlohmann::json ResultJson(const nlohmann::json& id, const BatchResult& r);
 // Ids already present in an existing results file (for resuming).
 std::set<std::string> DoneIds(const std::string& path);
+// Makes sure lines appended to the results file start on a line of their
+// own, even after a previous run was killed halfway through writing one.
+void EndPartialLine(const std::string& path);
 // The canonical text of an id, used to match requests and results.
 std::string IdKey(const nlohmann::json& id);
 

@@ -33,7 +33,8 @@ struct ProgressLine {
 }  // namespace
 
 BatchRunStats RunBatch(Engine& engine, std::vector<Request> requests,
-                       const std::function<void(size_t, BatchResult)>& on_result, bool show_progress) {
+                       const std::function<void(size_t, BatchResult)>& on_result, bool show_progress,
+                       const std::function<void(size_t, const Event&)>& on_token) {
     const size_t n = requests.size();
     const double t0 = NowSeconds();
     auto streams = engine.SubmitBatch(std::move(requests));
@@ -60,6 +61,7 @@ BatchRunStats RunBatch(Engine& engine, std::vector<Request> requests,
             while ((*streams[i])->Next(&e, 0)) {
                 progressed = true;
                 if (e.kind == Event::Kind::kToken) {
+                    if (on_token) on_token(i, e);
                     partial[i].tokens.push_back(e.token);
                     partial[i].text += e.text;
                     ++tokens;
@@ -84,6 +86,13 @@ BatchRunStats RunBatch(Engine& engine, std::vector<Request> requests,
     }
     stats.seconds = NowSeconds() - t0;
     return stats;
+}
+
+void PrintBatchSummary(const EngineStats& st, size_t failed, const char* what) {
+    std::fprintf(stderr, "batch: done; %llu of %llu prompt tokens computed (%.1f%% saved by prefix sharing)%s\n",
+                 static_cast<unsigned long long>(st.prompt_tokens_computed),
+                 static_cast<unsigned long long>(st.prompt_tokens), 100.0 * st.prefix_saving,
+                 failed ? absl::StrCat(", ", failed, " ", what, " failed (see their \"error\")").c_str() : "");
 }
 
 }  // namespace prepack::cli

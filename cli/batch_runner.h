@@ -28,7 +28,15 @@ struct BatchRunStats {
 // Submits `requests` as one batch (Engine::SubmitBatch) and calls
 // `on_result(i, result)` on this thread as each one ends, in finishing
 // order. `show_progress` draws "done/total, tokens/s, ETA" on stderr.
+// `on_token(i, event)`, when given, sees each TOKEN event first (what a
+// result does not keep: log-probs, reasoning).
 BatchRunStats RunBatch(Engine& engine, std::vector<Request> requests,
-                       const std::function<void(size_t, BatchResult)>& on_result, bool show_progress);
+                       const std::function<void(size_t, BatchResult)>& on_result, bool show_progress,
+                       const std::function<void(size_t, const Event&)>& on_token = {});
+
+// The closing line on stderr: how much of the prompts the engine computed
+// (what prefix sharing saved) and how many of the `what` (requests, lines)
+// failed.
+void PrintBatchSummary(const EngineStats& stats, size_t failed, const char* what);
 
 }  // namespace prepack::cli

@@ -1,14 +1,17 @@
 // `prepack batch`: an offline batch from a JSON-lines file to a JSON-lines
 // file. Results are appended (and flushed) as each request finishes, so a
 // killed job loses nothing: rerunning with the same --output skips the ids
-// already there.
+// already there. The file is in prepack's own format (batch_io.h) or in
+// OpenAI's batch format (openai_batch.h), told apart by its first line.
 #include <cstdio>
 #include <fstream>
 
 #include "cli/batch_io.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/openai_batch.h"
 #include "core/engine/engine.h"
+#include "openai/request.h"
 
 namespace prepack::cli {
 namespace {
@@ -18,26 +21,23 @@ struct BatchOptions {
     std::string   input;
     std::string   output;
     std::string   policy = "batchllm";
+    std::string   model_name;           // OpenAI batch files: what each body's "model" must name
+    std::string   chat_template_file;   // OpenAI batch files: chat requests' template instead of the model's
     int32_t       max_batch_tokens = 1024;
     int32_t       max_running = 64;
 };
-
-// Makes sure appended lines start on a line of their own, even after a
-// previous run was killed halfway through writing one.
-void EndPartialLine(const std::string& path) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in || in.tellg() <= 0) return;
-    in.seekg(-1, std::ios::end);
-    char last = 0;
-    in.get(last);
-    if (last != '\n') std::ofstream(path, std::ios::app) << '\n';
-}
 
 int Run(const BatchOptions& o) {
     absl::StatusOr<SchedulePolicy> policy = ParseSchedulePolicy(o.policy);
     if (!policy.ok()) return Fail(policy.status());
     std::ifstream in(o.input);
     if (!in) return Fail(absl::NotFoundError(absl::StrCat("cannot open --input '", o.input, "'")));
+    if (IsOpenAiBatchFile(o.input)) {
+        EngineOptions eo = EngineOptionsFrom(o.common, o.max_batch_tokens, o.max_running, *policy);
+        eo.chat_template_file = o.chat_template_file;
+        return RunOpenAiBatch(
+            {o.input, o.output, o.model_name.empty() ? openai::DefaultModelId(o.common.model) : o.model_name, eo});
+    }
     const std::set<std::string> done = DoneIds(o.output);
     std::vector<nlohmann::json> ids;
     std::vector<Request> requests;
@@ -71,11 +71,7 @@ int Run(const BatchOptions& o) {
         out << ResultJson(ids[i], r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
         out.flush();
     }, /*show_progress=*/true);
-    const EngineStats st = (*engine)->Stats();
-    std::fprintf(stderr, "batch: done; %llu of %llu prompt tokens computed (%.1f%% saved by prefix sharing)%s\n",
-                 static_cast<unsigned long long>(st.prompt_tokens_computed),
-                 static_cast<unsigned long long>(st.prompt_tokens), 100.0 * st.prefix_saving,
-                 failed ? absl::StrCat(", ", failed, " requests failed (see their \"error\")").c_str() : "");
+    PrintBatchSummary((*engine)->Stats(), failed, "requests");
     return failed ? 1 : 0;
 }
 
@@ -83,14 +79,31 @@ int Run(const BatchOptions& o) {
 
 void AddBatch(CLI::App& app, int* exit_code) {
     auto* o = new BatchOptions();
-    CLI::App* cmd = app.add_subcommand("batch", "Run an offline batch: JSON lines in, JSON lines out (resumable)");
+    CLI::App* cmd = app.add_subcommand("batch", "Run an offline batch: JSON lines in, JSON lines out (resumable); "
+                                                "`batch plan` / `batch merge` shard one over machines");
     AddCommonOptions(cmd, &o->common);
-    cmd->add_option("--input", o->input, "requests, one JSON object per line")->required();
-    cmd->add_option("--output", o->output, "results, appended as they finish; rerun to resume")->required();
+    // Required unless `batch plan` or `batch merge` runs instead (checked below).
+    cmd->get_option("--model")->required(false);
+    cmd->add_option("--input", o->input, "requests, one JSON object per line (required)");
+    cmd->add_option("--output", o->output, "results, appended as they finish; rerun to resume (required)");
     cmd->add_option("--policy", o->policy, "batchllm (default), lru or fcfs");
+    cmd->add_option("--model-name", o->model_name,
+                    "OpenAI batch files: the model id each body's \"model\" must name (default: the model file's "
+                    "name without directory and .gguf, as prepackd)");
+    cmd->add_option("--chat-template-file", o->chat_template_file,
+                    "OpenAI batch files: a Jinja chat template for /v1/chat/completions lines instead of the model's");
     cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "tokens per forward step")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--max-running", o->max_running, "sequences decoding at once")->check(CLI::Range(1, 1 << 16));
-    cmd->callback([o, exit_code]() { *exit_code = Run(*o); });
+    AddBatchPlan(*cmd, exit_code);
+    AddBatchMerge(*cmd, exit_code);
+    cmd->require_subcommand(0, 1);
+    cmd->callback([cmd, o, exit_code]() {
+        if (!cmd->get_subcommands().empty()) return;   // plan or merge ran
+        for (const char* name : {"--model", "--input", "--output"}) {
+            if (cmd->get_option(name)->count() == 0) throw CLI::RequiredError(name);
+        }
+        *exit_code = Run(*o);
+    });
 }
 
 }  // namespace prepack::cli

@@ -12,6 +12,9 @@ void AddChatTemplate(CLI::App& app, int* exit_code);
 void AddInspect(CLI::App& app, int* exit_code);
 void AddTokenize(CLI::App& app, int* exit_code);
 void AddBatch(CLI::App& app, int* exit_code);
+// `batch plan` and `batch merge`, under `batch` (cmd_batch_plan.cpp).
+void AddBatchPlan(CLI::App& batch, int* exit_code);
+void AddBatchMerge(CLI::App& batch, int* exit_code);
 void AddBenchForward(CLI::App& bench, int* exit_code);
 void AddBenchPrefill(CLI::App& bench, int* exit_code);
 void AddBenchBatch(CLI::App& bench, int* exit_code);

@@ -14,7 +14,7 @@ $SUDO apt-get install -y --no-install-recommends \
   libdnnl-dev \
   libcli11-dev nlohmann-json3-dev \
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev grpc-proto \
-  libcpp-httplib-dev \
+  libcpp-httplib-dev libssl-dev prometheus-cpp-dev \
   golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev \
   protoc-gen-go protoc-gen-go-grpc \
   openssl \
@@ -24,9 +24,12 @@ $SUDO apt-get install -y --no-install-recommends \
   valgrind qemu-user \
   clang libclang-rt-14-dev libomp-dev
 # libpcre2-dev: the regexes of the BPE pre-tokenizers (core/model/pretokenizer.cpp).
+# libssl-dev: OpenSSL's SHA-256 for `prepack batch plan`'s manifest, and TLS.
 # libcpp-httplib-dev: prepackd's OpenAI-compatible HTTP API (service/http/; it
 # brings libssl-dev, zlib1g-dev and libbrotli-dev). python3-venv: the HTTP
 # API's pytest makes a venv with the openai client (service/tests/http/).
+# prometheus-cpp-dev: prepackd's GET /metrics (service/metrics.cpp; its core
+# library only, which keeps the series and writes Prometheus' text format).
 # valgrind: the installed library is run under memcheck (tests/capi/check_install.sh);
 # qemu-user: the CLI run as an AVX2-only and a baseline (x86-64-v2) CPU would
 # run it (tests/cpu_level_qemu.sh).

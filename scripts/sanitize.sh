@@ -60,8 +60,12 @@ if [ "$MODE" = asan ]; then
   # prepackd_load_test is left out: it asserts throughput and an RSS bound,
   # which ASan's shadow memory and quarantine make meaningless (and it takes
   # minutes); its request paths run in prepackd_test, prepackd_fault and the
-  # soak, whose server is checked by LeakSanitizer at exit.
-  ctest --test-dir "$DIR" --output-on-failure -j "$JOBS" --timeout 900 -E '^prepackd_load_test$' "$@"
+  # soak, whose server is checked by LeakSanitizer at exit. So are the
+  # Envoy scale-out tests (4 replicas and a proxy on 2 cores, timed; the
+  # replicas' request paths are those of prepackd_test) and the Envoy
+  # config's validation (no code of ours).
+  ctest --test-dir "$DIR" --output-on-failure -j "$JOBS" --timeout 900 \
+    -E '^(prepackd_load_test|prepackd_envoy_scaleout|envoy_config_validate)$' "$@"
 else
   # The concurrency tests: the engine's scheduler thread against client
   # threads (engine_test: batching, preemption, cancel, deadlines, shutdown,

@@ -26,6 +26,16 @@ BatchReactor::BatchReactor(EngineHost* host, std::string id, const grpc::ByteBuf
     StartPump();
 }
 
+bool BatchReactor::TakeSlots(int n) {
+    for (int taken = 0; taken < n; ++taken) {
+        if (!TakeSlot()) {
+            for (; taken > 0; --taken) ReleaseSlot();
+            return false;
+        }
+    }
+    return true;
+}
+
 bool BatchReactor::TakeSlot() {
     if (spare_) {
         spare_ = false;
@@ -47,9 +57,11 @@ void BatchReactor::StopWork() {
     for (Running& r : running_) prepack_stream_cancel(r.stream);
 }
 
-void BatchReactor::Answer(uint32_t index, prepack::v1::GenerateResult result, int32_t prompt_tokens) {
+void BatchReactor::Answer(uint32_t index, prepack::v1::GenerateResult result, int32_t prompt_tokens,
+                          size_t choice) {
     RequestRecord rec;
     rec.id = id_ + "." + std::to_string(index);
+    if (lines_ != nullptr) rec.id.append(".").append(std::to_string(choice));   // a line's choice
     rec.rpc = "GenerateBatch";
     rec.prompt_tokens = prompt_tokens;
     rec.generated_tokens = result.token_ids_size();
@@ -64,8 +76,48 @@ void BatchReactor::Answer(uint32_t index, prepack::v1::GenerateResult result, in
     LogRequest(rec);
     prepack::v1::GenerateBatchResponse resp;
     resp.set_index(index);
-    *resp.mutable_result() = std::move(result);
+    if (lines_ != nullptr) {
+        std::optional<std::string> line = lines_->End(index, choice, result);
+        if (!line) return;   // the line's other choices still run
+        resp.set_openai_batch_line(std::move(*line));
+    } else {
+        *resp.mutable_result() = std::move(result);
+    }
     Push(std::move(resp));   // false: the client is gone; the pump winds down
+}
+
+void BatchReactor::AnswerLine(uint32_t index, http::BatchLines::Refusal refusal) {
+    RequestRecord rec;
+    rec.id = id_ + "." + std::to_string(index);
+    rec.rpc = "GenerateBatch";
+    rec.status = refusal.status;
+    host()->CountFinished(refusal.status.error_code());
+    LogRequest(rec);
+    prepack::v1::GenerateBatchResponse resp;
+    resp.set_index(index);
+    resp.set_openai_batch_line(std::move(refusal.line));
+    Push(std::move(resp));
+}
+
+bool BatchReactor::SubmitLine(uint32_t index, std::vector<Starting>* starting,
+                              std::vector<prepack_request>* requests) {
+    if (auto refusal = lines_->Parse(index, request_.openai_batch_lines(static_cast<int>(index)))) {
+        AnswerLine(index, std::move(*refusal));
+        return true;
+    }
+    const int choices = lines_->choices(index);
+    if (!TakeSlots(choices)) return false;   // window or queue full: the rest wait for earlier ones to finish
+    std::vector<prepack_request> mine;
+    if (auto refusal = lines_->Prepare(index, deadline_, &mine)) {
+        for (int k = 0; k < choices; ++k) ReleaseSlot();
+        AnswerLine(index, std::move(*refusal));
+        return true;
+    }
+    for (size_t k = 0; k < mine.size(); ++k) {
+        starting->push_back({index, k, lines_->logprobs(index), 0});
+        requests->push_back(mine[k]);
+    }
+    return true;
 }
 
 void BatchReactor::Submit() {
@@ -73,40 +125,50 @@ void BatchReactor::Submit() {
     // requests in one call, so the engine's policy sees them together
     // (under BatchLLM: one prefix tree over all of them, shared prefixes
     // computed once).
-    std::vector<uint32_t> indices;
-    std::vector<std::unique_ptr<PreparedRequest>> prepared;
-    while (next_ < request_.requests_size() && !gone()) {
-        if (!TakeSlot()) break;   // window or queue full: the rest wait for earlier ones to finish
-        const int i = next_++;
-        auto p = std::make_unique<PreparedRequest>();
-        const grpc::Status s =
-            PrepareRequest(request_.requests(i), "requests[" + std::to_string(i) + "].", host()->engine(),
-                           host()->model(), host()->max_prompt_bytes(), deadline_, p.get());
-        if (!s.ok()) {
-            AnswerError(static_cast<uint32_t>(i), s, static_cast<int32_t>(p->prompt_ids.size()));
+    std::vector<Starting> starting;
+    std::vector<prepack_request> requests;
+    std::vector<std::unique_ptr<PreparedRequest>> prepared;   // what `requests` borrow until started
+    while (next_ < count_ && !gone()) {
+        const uint32_t i = static_cast<uint32_t>(next_);
+        if (lines_ != nullptr) {
+            if (!SubmitLine(i, &starting, &requests)) break;
+            ++next_;
             continue;
         }
-        indices.push_back(static_cast<uint32_t>(i));
+        if (!TakeSlot()) break;   // window or queue full: the rest wait for earlier ones to finish
+        ++next_;
+        const prepack::v1::GenerateRequest& in = request_.requests(static_cast<int>(i));
+        auto p = std::make_unique<PreparedRequest>();
+        const grpc::Status s = PrepareRequest(in, "requests[" + std::to_string(i) + "].", host()->engine(),
+                                              host()->model(), host()->max_prompt_bytes(), deadline_, p.get());
+        const int32_t prompt_tokens = static_cast<int32_t>(p->prompt_ids.size());
+        if (!s.ok()) {
+            AnswerError(i, s, prompt_tokens);
+            continue;
+        }
+        starting.push_back({i, 0, in.logprobs() || in.top_logprobs() > 0, prompt_tokens});
+        requests.push_back(p->request);
         prepared.push_back(std::move(p));
     }
-    if (indices.empty()) return;
-    std::vector<const prepack_request*> requests;
-    for (const auto& p : prepared) requests.push_back(&p->request);
+    if (starting.empty()) return;
+    std::vector<const prepack_request*> pointers;
+    for (const prepack_request& r : requests) pointers.push_back(&r);
     std::vector<prepack_stream*> streams(requests.size(), nullptr);
-    const prepack_status st = prepack_generate_batch_start(host()->engine(), requests.data(), requests.size(), streams.data());
+    const prepack_status st =
+        prepack_generate_batch_start(host()->engine(), pointers.data(), pointers.size(), streams.data());
     if (st != PREPACK_OK) {
         const grpc::Status s = ToGrpc(st, prepack_last_error());
-        for (size_t k = 0; k < indices.size(); ++k) {
-            AnswerError(indices[k], s, static_cast<int32_t>(prepared[k]->prompt_ids.size()));
-        }
+        for (const Starting& m : starting) AnswerError(m.index, s, m.prompt_tokens, m.choice);
         return;
     }
     // A request the engine refused has a stream holding just its error; it
     // is read and answered like any other.
     std::lock_guard<std::mutex> lock(streams_mu_);
-    for (size_t k = 0; k < indices.size(); ++k) {
+    for (size_t k = 0; k < starting.size(); ++k) {
         Running run;
-        run.index = indices[k];
+        run.index = starting[k].index;
+        run.choice = starting[k].choice;
+        run.logprobs = starting[k].logprobs;
         run.stream = streams[k];
         // Cancelled while submitting: stop these too.
         if (stopped_) prepack_stream_cancel(run.stream);
@@ -114,19 +176,19 @@ void BatchReactor::Submit() {
     }
 }
 
-void BatchReactor::AnswerError(uint32_t index, const grpc::Status& status, int32_t prompt_tokens) {
+void BatchReactor::AnswerError(uint32_t index, const grpc::Status& status, int32_t prompt_tokens, size_t choice) {
     ReleaseSlot();
     prepack::v1::GenerateResult result;
     result.set_finish_reason(prepack::v1::FINISH_REASON_ERROR);
     result.set_status_code(status.error_code());
     result.set_status_message(status.error_message());
-    Answer(index, std::move(result), prompt_tokens);
+    Answer(index, std::move(result), prompt_tokens, choice);
 }
 
 bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {
     prepack_event ev;
     prepack_event_init(&ev);
-    const prepack_status st = prepack_stream_next(run->stream, timeout_ms, &ev);
+    const prepack_status st = host()->NextEvent(run->stream, timeout_ms, &ev);
     if (st == PREPACK_DEADLINE_EXCEEDED) return false;
     *got_event = true;
     prepack::v1::GenerateResult& r = run->result;
@@ -142,10 +204,8 @@ bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {
         if (ev.reasoning != nullptr && ev.reasoning_len > 0) {
             r.mutable_reasoning()->append(ev.reasoning, ev.reasoning_len);
         }
-        if (request_.requests(static_cast<int>(run->index)).logprobs() ||
-            request_.requests(static_cast<int>(run->index)).top_logprobs() > 0) {
-            AddLogprob(ev, r.add_logprobs());
-        }
+        if (run->logprobs) AddLogprob(ev, r.add_logprobs());
+        AddPromptLogprobs(ev, r.mutable_prompt_logprobs());   // the first token's, when asked for
         return false;
     }
     r.set_finish_reason(ToProto(ev.finish_reason));
@@ -188,16 +248,28 @@ void BatchReactor::Complete(size_t k) {
     done.result.set_text(ToValidUtf8(done.result.text()));
     if (!done.result.reasoning().empty()) done.result.set_reasoning(ToValidUtf8(done.result.reasoning()));
     const int32_t prompt_tokens = done.result.usage().prompt_tokens();
-    Answer(done.index, std::move(done.result), prompt_tokens);
+    Answer(done.index, std::move(done.result), prompt_tokens, done.choice);
 }
 
 grpc::Status BatchReactor::Decode() {
     grpc::Status s = DecodeRequest(bytes_, &request_);
     bytes_.Clear();
-    if (s.ok() && request_.requests_size() == 0) {
-        s = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "requests: must not be empty");
+    if (!s.ok()) return s;
+    const int lines = request_.openai_batch_lines_size();
+    if (request_.requests_size() > 0 && lines > 0) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "openai_batch_lines: set requests or openai_batch_lines, not both");
     }
-    return s;
+    count_ = lines > 0 ? lines : request_.requests_size();
+    if (count_ == 0) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "requests: must not be empty (or openai_batch_lines)");
+    }
+    // A line holds a slot per choice, all at once: no more than the window.
+    if (lines > 0) {
+        lines_ = std::make_unique<http::BatchLines>(host()->engine(), host()->model(), host()->model_id(), window_,
+                                                    host()->max_prompt_bytes());
+    }
+    return grpc::Status::OK;
 }
 
 void BatchReactor::Pump() {
@@ -211,7 +283,7 @@ void BatchReactor::Pump() {
     while (true) {
         Submit();
         if (running_.empty()) {
-            if (next_ >= request_.requests_size() || gone()) break;
+            if (next_ >= count_ || gone()) break;
             // Every slot is taken by other calls: they end by themselves.
             std::this_thread::sleep_for(std::chrono::milliseconds(kWaitMs));
             continue;

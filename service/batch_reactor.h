@@ -8,6 +8,9 @@
 // field, deadline) gets its status in its own result; the others go on.
 // The call itself ends OK, or DEADLINE_EXCEEDED once its deadline cut any
 // request short (a client must not read an expired batch as a success).
+// A call of OpenAI batch lines (openai_batch_lines) runs the same way, a
+// line's choices as its members (http/batch_lines.h: all of a line's slots
+// are taken at once), and answers each line with its output line.
 #pragma once
 
 #include <chrono>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "engine_host.h"
+#include "http/batch_lines.h"
 #include "prepack/prepack.h"
 #include "prepack/v1/prepack.pb.h"
 #include "pumped_writer.h"
@@ -33,8 +37,17 @@ public:
 private:
     struct Running {
         uint32_t                    index = 0;
+        size_t                      choice = 0;        // of an OpenAI batch line
+        bool                        logprobs = false;  // keep the tokens' log-probs
         prepack_stream*             stream = nullptr;
         prepack::v1::GenerateResult result;
+    };
+    // A member about to start: what Running needs, and the log's prompt tokens.
+    struct Starting {
+        uint32_t index = 0;
+        size_t   choice = 0;
+        bool     logprobs = false;
+        int32_t  prompt_tokens = 0;
     };
 
     void Pump() override;
@@ -46,8 +59,13 @@ private:
     // Submits requests while the window has room and slots are free.
     // Requests that cannot start are answered at once.
     void Submit();
+    // Prepares OpenAI batch line `index` into *starting and *requests, or
+    // answers it when it cannot run. False when its slots are not free yet.
+    bool SubmitLine(uint32_t index, std::vector<Starting>* starting, std::vector<prepack_request>* requests);
     // A slot for the next request: the spare one, or a new one within the window.
     bool TakeSlot();
+    // `n` slots, all or none.
+    bool TakeSlots(int n);
     void ReleaseSlot();
     // Reads one event of `run` (waiting up to timeout_ms). True when it
     // ended the request, whose result is then pushed.
@@ -57,14 +75,20 @@ private:
     bool Drain(Running* run, int64_t first_timeout_ms, bool* got_event);
     // Frees running_[k]'s stream and slot and pushes its result.
     void Complete(size_t k);
-    void Answer(uint32_t index, prepack::v1::GenerateResult result, int32_t prompt_tokens);
+    // Logs and counts a finished member; pushes its result, or for an
+    // OpenAI batch line its output line once the line is done.
+    void Answer(uint32_t index, prepack::v1::GenerateResult result, int32_t prompt_tokens, size_t choice = 0);
     // Frees the request's admission slot and answers it with `status`.
     // `prompt_tokens` is what the log reports.
-    void AnswerError(uint32_t index, const grpc::Status& status, int32_t prompt_tokens);
+    void AnswerError(uint32_t index, const grpc::Status& status, int32_t prompt_tokens, size_t choice = 0);
+    // Answers an OpenAI batch line that cannot run.
+    void AnswerLine(uint32_t index, http::BatchLines::Refusal refusal);
 
     const std::string                                        id_;
     grpc::ByteBuffer                                         bytes_;        // pump only: the request until decoded
     prepack::v1::GenerateBatchRequest                        request_;      // pump only
+    int                                                      count_ = 0;    // pump only: requests or lines
+    std::unique_ptr<http::BatchLines>                        lines_;        // pump only: when the call has lines
     const std::chrono::system_clock::time_point              deadline_;
     const int32_t                                            window_;       // slots this call may hold
     int                                         next_ = 0;       // pump only: next request to submit

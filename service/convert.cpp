@@ -41,62 +41,17 @@ void AddLogprob(const prepack_event& e, prepack::v1::TokenLogprob* out) {
     }
 }
 
-namespace {
-
-// The length of the valid UTF-8 sequence at s[i], or 0 when the bytes there
-// are not one. Overlong forms, surrogates and values past U+10FFFF are
-// invalid, as in protobuf's own check.
-size_t SequenceLength(std::string_view s, size_t i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-        len = 1, cp = c;
-    } else if ((c & 0xE0) == 0xC0) {
-        len = 2, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, cp = c & 0x07;
-    }
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-        const auto cc = static_cast<unsigned char>(s[i + k]);
-        ok = (cc & 0xC0) == 0x80;
-        cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    ok = ok && cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    return ok ? len : 0;
-}
-
-}  // namespace
-
-size_t ValidUtf8Prefix(std::string_view s) {
-    size_t i = 0;
-    while (i < s.size()) {
-        const size_t len = SequenceLength(s, i);
-        if (len == 0) break;
-        i += len;
-    }
-    return i;
-}
-
-std::string ToValidUtf8(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    size_t i = 0;
-    while (i < s.size()) {
-        const size_t len = SequenceLength(s, i);
-        if (len > 0) {
-            out.append(s.substr(i, len));
-            i += len;
-        } else {
-            out.append("\xEF\xBF\xBD");
-            i += 1;
+void AddPromptLogprobs(const prepack_event& e, google::protobuf::RepeatedPtrField<prepack::v1::TokenLogprob>* out) {
+    for (size_t i = 0; i < e.n_prompt_logprobs; ++i) {
+        prepack::v1::TokenLogprob* t = out->Add();
+        t->set_token_id(e.prompt_token_ids[i]);
+        t->set_logprob(e.prompt_logprobs[i]);
+        for (size_t k = 0; k < e.prompt_n_top; ++k) {
+            prepack::v1::TopLogprob* top = t->add_top();
+            top->set_token_id(e.prompt_top_ids[i * e.prompt_n_top + k]);
+            top->set_logprob(e.prompt_top_logprobs[i * e.prompt_n_top + k]);
         }
     }
-    return out;
 }
 
 }  // namespace prepackd

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "openai/json_text.h"
 #include "prepack/prepack.h"
 #include "prepack/v1/prepack.pb.h"
 
@@ -17,12 +18,14 @@ void FillUsage(const prepack_usage& usage, prepack::v1::Usage* out);
 void FillUsage(const prepack_event& end, prepack::v1::Usage* out);
 // Appends a TOKEN event's logprob (and alternatives) to *out.
 void AddLogprob(const prepack_event& event, prepack::v1::TokenLogprob* out);
+// The prompt's log-probs a first TOKEN event carries (none on the others).
+void AddPromptLogprobs(const prepack_event& event, google::protobuf::RepeatedPtrField<prepack::v1::TokenLogprob>* out);
 
 // Protobuf strings must be UTF-8: bytes that are not (a lone byte-fallback
-// token, say) become U+FFFD. Valid text comes back unchanged.
-std::string ToValidUtf8(std::string_view bytes);
-// The length of the longest valid UTF-8 prefix of `bytes` (its whole size
-// when it is valid): where a proto3 string field stops being decodable.
-size_t ValidUtf8Prefix(std::string_view bytes);
+// token, say) become U+FFFD (ToValidUtf8); ValidUtf8Prefix is where a proto3
+// string field stops being decodable. The rules are OpenAI's JSON's too
+// (openai/json_text.h).
+using prepack::openai::ToValidUtf8;
+using prepack::openai::ValidUtf8Prefix;
 
 }  // namespace prepackd

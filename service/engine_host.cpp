@@ -16,7 +16,8 @@ AdmissionLimits Limits(const ServerOptions& o) {
 
 }  // namespace
 
-EngineHost::EngineHost(const ServerOptions& options) : admission_(Limits(options)) {
+EngineHost::EngineHost(const ServerOptions& options)
+    : admission_(Limits(options)), model_id_(ServedModelId(options)) {
     prepack_model_desc_init(&model_);
 }
 
@@ -50,11 +51,18 @@ grpc::Status EngineHost::Load(const ServerOptions& o) {
     engine_ = engine;
     model_ = desc;
     max_prompt_bytes_ = o.max_prompt_bytes > 0 ? o.max_prompt_bytes : DerivedPromptByteLimit(engine, desc);
+    metrics_ = std::make_unique<Metrics>(ServedModelId(o), desc.context_length);
     loaded_.store(true);
     // A drain that began while loading wins: the server never turns SERVING.
     Phase expected = Phase::kLoading;
     phase_.compare_exchange_strong(expected, Phase::kServing);
     return grpc::Status::OK;
+}
+
+prepack_status EngineHost::NextEvent(prepack_stream* stream, int64_t timeout_ms, prepack_event* event) {
+    const prepack_status st = prepack_stream_next(stream, timeout_ms, event);
+    if (st == PREPACK_OK && event->kind == PREPACK_EVENT_END) metrics_->ObserveEnd(*event);
+    return st;
 }
 
 grpc::Status EngineHost::QueueFull(bool batch) const {

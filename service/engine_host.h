@@ -2,7 +2,8 @@
 // bookkeeping around it: the serving phase (loading, serving, draining), the
 // bounded admission of requests (admission.h), the longest prompt worth
 // tokenizing (prompt_limit.h), the calls still running (so shutdown can wait
-// for them and the engine outlives them) and per-status counters.
+// for them and the engine outlives them), per-status counters and the
+// Prometheus metrics (metrics.h).
 // Thread-safe.
 #pragma once
 
@@ -13,11 +14,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include "admission.h"
+#include "metrics.h"
 #include "prepack/prepack.h"
 #include "server_options.h"
 
@@ -58,6 +61,14 @@ public:
     // Valid once Load() succeeded; never freed before the host.
     prepack_engine* engine() const { return engine_; }
     const prepack_model_desc& model() const { return model_; }
+    // The model's id in OpenAI's API and batch lines (ServedModelId).
+    const std::string& model_id() const { return model_id_; }
+    Metrics& metrics() const { return *metrics_; }
+
+    // prepack_stream_next() for every handler, gRPC and HTTP alike: the one
+    // place the service reads events, so each request's END event is
+    // counted in metrics() exactly once, whatever brought the request.
+    prepack_status NextEvent(prepack_stream* stream, int64_t timeout_ms, prepack_event* event);
 
     // A slot per request running or waiting in the engine, whichever
     // protocol brought it (gRPC and HTTP share them).
@@ -90,11 +101,13 @@ public:
 
 private:
     Admission                             admission_;
+    const std::string                     model_id_;
     uint64_t                              max_prompt_bytes_ = 0;   // set once, before loaded_
     const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::atomic<Phase>                    phase_{Phase::kLoading};
     prepack_engine*                       engine_ = nullptr;   // set once, before loaded_
     prepack_model_desc                    model_{};            // set once, before loaded_
+    std::unique_ptr<Metrics>              metrics_;            // set once, before loaded_
     std::atomic<bool>                     loaded_{false};
     std::atomic<uint64_t>                 next_id_{0};
 

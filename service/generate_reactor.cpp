@@ -78,7 +78,7 @@ grpc::Status GenerateReactor::Run(RequestRecord* rec) {
     prepack_event ev;
     prepack_event_init(&ev);
     while (true) {
-        const prepack_status st = prepack_stream_next(stream_, kPollMs, &ev);
+        const prepack_status st = host()->NextEvent(stream_, kPollMs, &ev);
         if (st == PREPACK_DEADLINE_EXCEEDED) continue;   // no event yet
         if (st != PREPACK_OK) return ToGrpc(st == PREPACK_OUT_OF_RANGE ? PREPACK_INTERNAL : st, prepack_last_error());
         if (ev.kind == PREPACK_EVENT_TOKEN) {
@@ -89,6 +89,7 @@ grpc::Status GenerateReactor::Run(RequestRecord* rec) {
                 r.set_reasoning(ToValidUtf8(std::string_view(ev.reasoning, ev.reasoning_len)));
             }
             if (logprobs) AddLogprob(ev, r.add_logprobs());
+            AddPromptLogprobs(ev, r.mutable_prompt_logprobs());   // the first response of a request that asked
             Push(r);   // false: the client is gone; read on to the END event
             continue;
         }

@@ -252,6 +252,19 @@ grpc::ServerUnaryReactor* PrepackService::GetStats(grpc::CallbackServerContext* 
         r.set_max_queue(static_cast<uint64_t>(host_->max_queue()));
         for (const auto& [name, n] : host_->FinishedByStatus()) (*r.mutable_finished_by_status())[name] = n;
         r.set_uptime_seconds(host_->UptimeSeconds());
+        r.set_steps(st.steps);
+        r.set_prefill_steps(st.prefill_steps);
+        r.set_prefill_step_tokens(st.prefill_step_tokens);
+        r.set_prefill_step_capacity(st.prefill_step_capacity);
+        r.set_prompt_token_layers(st.prompt_token_layers);
+        r.set_prompt_token_layers_computed(st.prompt_token_layers_computed);
+        r.set_prefix_query_tokens(st.prefix_query_tokens);
+        r.set_prefix_hit_tokens(st.prefix_hit_tokens);
+        r.set_prefix_query_requests(st.prefix_query_requests);
+        r.set_prefix_hit_requests(st.prefix_hit_requests);
+        for (const auto& [reason, n] : host_->metrics().FinishedByReason()) {
+            (*r.mutable_finished_by_reason())[reason] = n;
+        }
         *response = Encode(r);
     }
     reactor->Finish(s);

@@ -139,29 +139,6 @@ grpc::Status PromptIds(const prepack::v1::GenerateRequest& in, const std::string
 
 }  // namespace
 
-int JsonNestingDepth(std::string_view text) {
-    int depth = 0, deepest = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\') {
-                ++i;
-            } else if (c == '"') {
-                in_string = false;
-            }
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-            if (deepest > kMaxJsonDepth) break;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return deepest;
-}
-
 grpc::Status CheckPromptBytes(uint64_t bytes, const std::string& field, uint64_t max_prompt_bytes) {
     if (bytes <= max_prompt_bytes) return grpc::Status::OK;
     return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
@@ -174,6 +151,12 @@ grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::str
     if (grpc::Status s = CheckSampling(in.sampling(), p); !s.ok()) return s;
     if (in.top_logprobs() < 0 || in.top_logprobs() > kMaxTopLogprobs) {
         return Invalid(p, "top_logprobs", "must be in [0, 20], got " + std::to_string(in.top_logprobs()));
+    }
+    if (in.has_prompt_logprobs() && (in.prompt_logprobs() < 0 || in.prompt_logprobs() > kMaxTopLogprobs)) {
+        return Invalid(p, "prompt_logprobs", "must be in [0, 20], got " + std::to_string(in.prompt_logprobs()));
+    }
+    if (in.has_prompt_logprobs() && in.lazy().enabled()) {
+        return Invalid(p, "prompt_logprobs", "needs every prompt token through every layer: not with lazy");
     }
     if (in.lazy().has_keep_ratio() && !(in.lazy().keep_ratio() > 0.0f && in.lazy().keep_ratio() <= 1.0f)) {
         return Invalid(p, "lazy.keep_ratio", "must be in (0, 1], got " + Num(in.lazy().keep_ratio()));
@@ -412,6 +395,7 @@ grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::s
     r.stop = out->stop_ptrs.empty() ? nullptr : out->stop_ptrs.data();
     r.n_stop = out->stop_ptrs.size();
     r.logprobs = in.top_logprobs();
+    r.prompt_logprobs = in.has_prompt_logprobs() ? in.prompt_logprobs() : -1;
     r.lazy = in.lazy().enabled() ? 1 : 0;
     if (in.lazy().has_keep_ratio()) r.lazy_keep_ratio = in.lazy().keep_ratio();
     out->lazy_schedule = in.lazy().schedule();

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "openai/json_text.h"
 #include "prepack/prepack.h"
 #include "prepack/v1/prepack.pb.h"
 
@@ -110,13 +111,10 @@ grpc::Status BuildChat(const prepack::v1::Conversation& c, const std::string& fi
 grpc::Status RenderChat(const prepack_engine* engine, const PreparedChat& chat, const std::string& field,
                         std::string* text, std::vector<int32_t>* ids);
 
-// Deeper JSON is refused before it is parsed: nesting only a hostile
-// client writes, which recursive code (parsing, serializing, a template's
-// tojson) would pay for with its stack. protobuf's own nesting limit.
-constexpr int kMaxJsonDepth = 100;
-// The deepest nesting of arrays and objects in `text`, counted outside
-// strings (linear, no parser); stops counting past kMaxJsonDepth.
-int JsonNestingDepth(std::string_view text);
+// JSON nested deeper than kMaxJsonDepth is refused before it is parsed
+// (openai/json_text.h).
+using prepack::openai::JsonNestingDepth;
+using prepack::openai::kMaxJsonDepth;
 
 // Tokenizes UTF-8 text through the C ABI (growing the buffer as it asks).
 grpc::Status TokenizeText(const prepack_engine* engine, const std::string& text, bool add_bos, bool parse_special,

@@ -4,6 +4,8 @@
 
 #include <string_view>
 
+#include "openai/request.h"
+
 namespace prepackd {
 
 int ParseServerOptions(int argc, char** argv, ServerOptions* o) {
@@ -77,15 +79,7 @@ int ParseServerOptions(int argc, char** argv, ServerOptions* o) {
 }
 
 std::string ServedModelId(const ServerOptions& o) {
-    if (!o.model_name.empty()) return o.model_name;
-    if (o.model.rfind("synthetic:", 0) == 0) return o.model;
-    std::string id = o.model;
-    if (const size_t slash = id.find_last_of('/'); slash != std::string::npos) id = id.substr(slash + 1);
-    constexpr std::string_view kExt = ".gguf";
-    if (id.size() > kExt.size() && id.compare(id.size() - kExt.size(), kExt.size(), kExt) == 0) {
-        id.resize(id.size() - kExt.size());
-    }
-    return id;
+    return o.model_name.empty() ? prepack::openai::DefaultModelId(o.model) : o.model_name;
 }
 
 bool IsLoopback(const std::string& listen) {

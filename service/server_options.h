@@ -18,7 +18,7 @@ struct ServerOptions {
     double      batch_share = 0.5;                      // one GenerateBatch call's window: this fraction of max_queue
     double      interactive_reserve = 0.25;             // fraction of max_queue batch members never take
     uint64_t    max_prompt_bytes = 0;                   // longest text prompt tokenized (0 = from the model)
-    std::string policy = "fcfs";                        // fcfs | lru | batchllm
+    std::string policy = "lru";                         // fcfs | lru | batchllm (lru: prefix caching, as vLLM)
     std::string dtype = "f32";                          // f32 | bf16
     std::string device = "cpu";                         // cpu | cuda
     std::string chat_template_file;                     // Jinja chat template instead of the model's ("" = the model's)

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/engine/engine.h"
+#include "core/model/reference.h"
+#include "core/request/sampler.h"
 #include "tests/solo_oracle.h"
 #include "tests/test_util.h"
 
@@ -18,6 +20,7 @@ struct Collected {
     std::vector<int32_t> tokens;
     std::string          text;
     Event                finish;
+    std::shared_ptr<const std::vector<Event::PromptLogprob>> prompt_logprobs;   // the first token's
 };
 
 Collected Collect(Stream& s) {
@@ -25,6 +28,10 @@ Collected Collect(Stream& s) {
     Event e;
     while (s.Next(&e, -1)) {
         if (e.kind == Event::Kind::kToken) {
+            if (e.prompt_logprobs) {
+                EXPECT_TRUE(c.tokens.empty()) << "prompt log-probs come with the first token only";
+                c.prompt_logprobs = e.prompt_logprobs;
+            }
             c.tokens.push_back(e.token);
             c.text += e.text;
             EXPECT_LE(e.logprob, 0.0f);
@@ -356,6 +363,96 @@ TEST(EnginePolicies, EveryPolicyGivesEachRequestItsSoloTokens) {
             EXPECT_LT(st.prompt_tokens_computed, uint64_t(logical));
         }
     }
+}
+
+// OpenAI's `n`: several choices of one prompt arrive together. Under `lru`
+// the prompt is computed once: the later copies wait for its blocks and take
+// them from the cache, computing only the tail a block does not cover.
+TEST(EnginePolicies, LruComputesAPromptOnceForRequestsArrivingTogether) {
+    Request r;
+    for (int t = 0; t < 100; ++t) r.prompt_tokens.push_back(3 + (t * 37) % 500);
+    r.max_tokens = 8;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    auto solo_model = Model::Load("synthetic:tiny");
+    ASSERT_TRUE(solo_model.ok());
+    const std::vector<int32_t> want = Alone(**solo_model, r);
+    // Budgets of a whole prompt per step and of a chunk of it (the copies
+    // then wait over several steps).
+    for (int max_batch_tokens : {256, 32}) {
+        SCOPED_TRACE(max_batch_tokens);
+        auto engine = MakeEngine("synthetic:tiny", 0, max_batch_tokens, SchedulePolicy::kLru);
+        // One batch: all four are waiting when the engine next plans (as
+        // prepackd submits the choices of `n`).
+        auto streams = engine->SubmitBatch(std::vector<Request>(4, r));
+        int cached = 0;
+        for (auto& s : streams) {
+            ASSERT_TRUE(s.ok()) << s.status();
+            const Collected c = Collect(**s);
+            EXPECT_EQ(c.tokens, want);
+            cached += c.finish.usage.cached_prompt_tokens;
+        }
+        // 16-token blocks: each copy takes 96 of its 100 tokens (never its last) from the first.
+        EXPECT_EQ(cached, 3 * 96);
+        EXPECT_EQ(engine->Stats().prompt_tokens_computed, uint64_t(100 + 3 * 4));
+    }
+}
+
+// Prompt log-probs (echo + logprobs): each prompt token after the first
+// scored by the naive reference pass fed the tokens before it, with its
+// alternatives; whatever the chunking, beside requests that share its
+// prefix, and with that prefix already cached (it must not be borrowed).
+TEST(EnginePolicies, PromptLogprobsEqualTheReferencePass) {
+    auto model = Model::Load("synthetic:tiny");
+    ASSERT_TRUE(model.ok());
+    Request r;
+    for (int t = 0; t < 300; ++t) r.prompt_tokens.push_back(3 + (t * 53) % 500);
+    r.max_tokens = 4;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    std::vector<float> want_logprob;
+    std::vector<int32_t> want_best;
+    ReferenceForward ref(**model);
+    for (size_t t = 0; t + 1 < r.prompt_tokens.size(); ++t) {
+        const std::vector<float>& logits = ref.Step(r.prompt_tokens[t]);
+        want_logprob.push_back(LogSoftmaxAt(logits, r.prompt_tokens[t + 1]));
+        want_best.push_back(ArgMax(logits));
+    }
+    const std::vector<int32_t> want_tokens = Alone(**model, r);
+    Request scored = r;
+    scored.prompt_logprobs = 3;
+    for (int max_batch_tokens : {1024, 100}) {   // one chunk (capped at 256 rows), or chunks of 100
+        SCOPED_TRACE(max_batch_tokens);
+        auto engine = MakeEngine("synthetic:tiny", 0, max_batch_tokens, SchedulePolicy::kLru);
+        // The plain copy first (its blocks are cached), then the scored one and another plain one together.
+        (void)SubmitFromThreads(*engine, {r});
+        const std::vector<Collected> got = SubmitFromThreads(*engine, {scored, r});
+        EXPECT_EQ(got[0].tokens, want_tokens);
+        EXPECT_EQ(got[1].tokens, want_tokens);
+        EXPECT_EQ(got[1].prompt_logprobs, nullptr) << "not asked for";
+        EXPECT_EQ(got[0].finish.usage.cached_prompt_tokens, 0) << "scored requests borrow no KV";
+        ASSERT_NE(got[0].prompt_logprobs, nullptr);
+        const std::vector<Event::PromptLogprob>& lp = *got[0].prompt_logprobs;
+        ASSERT_EQ(lp.size(), r.prompt_tokens.size() - 1);
+        for (size_t i = 0; i < lp.size(); ++i) {
+            EXPECT_EQ(lp[i].token, r.prompt_tokens[i + 1]) << i;
+            EXPECT_NEAR(lp[i].logprob, want_logprob[i], 2e-3) << i;
+            ASSERT_EQ(lp[i].top.size(), 3u) << i;
+            EXPECT_GE(lp[i].top[0].second, lp[i].top[1].second);
+            EXPECT_GE(lp[i].top[0].second, lp[i].logprob - 1e-6f);
+        }
+        int best_agree = 0;   // near-ties may order differently between the passes
+        for (size_t i = 0; i < lp.size(); ++i) best_agree += lp[i].top[0].first == want_best[i];
+        EXPECT_GE(best_agree, static_cast<int>(lp.size()) - 3);
+    }
+    // Checked at submission: the range, and never with LazyLLM.
+    auto engine = MakeEngine("synthetic:tiny");
+    Request bad = scored;
+    bad.prompt_logprobs = 21;
+    EXPECT_EQ(engine->Submit(bad).status().code(), absl::StatusCode::kInvalidArgument);
+    bad = scored;
+    bad.lazy = true;
+    EXPECT_EQ(engine->Submit(bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // A system prompt for all, a document per group of three, a question each.

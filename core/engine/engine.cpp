@@ -75,6 +75,14 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
         return absl::InvalidArgumentError(
             absl::StrCat("logprobs must be in [0, ", kMaxLogprobs, "], got ", request.logprobs));
     }
+    if (request.prompt_logprobs < -1 || request.prompt_logprobs > kMaxLogprobs) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("prompt_logprobs must be in [0, ", kMaxLogprobs, "] (or -1: off), got ", request.prompt_logprobs));
+    }
+    if (request.prompt_logprobs >= 0 && request.lazy) {
+        return absl::InvalidArgumentError(
+            "prompt log-probs need every prompt token through every layer: not with LazyLLM pruning");
+    }
     if (request.deadline_ms < 0) {
         return absl::InvalidArgumentError(absl::StrCat("deadline_ms must be >= 0, got ", request.deadline_ms));
     }
@@ -192,9 +200,18 @@ void Engine::Finish(Sequence& seq, FinishReason reason, absl::Status status) {
     e.usage.reasoning_tokens = seq.reasoning_tokens;
     e.usage.pruned_fraction = 1.0 - seq.prompt_work_fraction;
     e.usage.prompt_layer_fractions = seq.prompt_layer_fractions;
+    {
+        // Counted before the caller can see the end, so stats read after it include it.
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.requests_finished;
+        if (seq.t_scheduled >= 0) {   // it was looked up in shared KV when admitted
+            ++stats_.prefix_query_requests;
+            stats_.prefix_query_tokens += static_cast<uint64_t>(seq.n_prompt);
+            stats_.prefix_hit_tokens += static_cast<uint64_t>(seq.cached_tokens);
+            if (seq.cached_tokens > 0) ++stats_.prefix_hit_requests;
+        }
+    }
     seq.stream->Push(std::move(e));
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.requests_finished;
 }
 
 void Engine::EndCancelledAndExpired() {
@@ -234,22 +251,42 @@ void Engine::EmitToken(Sequence& s, std::span<const float> logits) {
     if (next.in_reasoning) ++s.reasoning_tokens;
     e.logprob = LogSoftmaxAt(logits, next.token);
     if (s.request.logprobs > 0) e.top_logprobs = TopLogprobs(logits, s.request.logprobs);
+    if (s.prompt_logprobs) e.prompt_logprobs = std::move(s.prompt_logprobs);   // the first token's event
     s.stream->Push(std::move(e));
     if (next.finished) Finish(s, next.reason, absl::OkStatus());
 }
 
+void Engine::ScorePrompt(Sequence& s, int32_t first_position, const float* logits, int32_t rows) {
+    // Row r's logits (position first_position + r) score the next prompt token.
+    const size_t vocab = static_cast<size_t>(model_->config().vocab_size);
+    if (!s.prompt_logprobs) {
+        s.prompt_logprobs = std::make_shared<std::vector<Event::PromptLogprob>>(static_cast<size_t>(s.n_prompt - 1));
+    }
+    for (int32_t r = 0; r < rows; ++r) {
+        const int32_t scored = first_position + r + 1;
+        if (scored >= s.n_prompt) break;
+        const std::span<const float> row(logits + static_cast<size_t>(r) * vocab, vocab);
+        Event::PromptLogprob& p = (*s.prompt_logprobs)[static_cast<size_t>(scored - 1)];
+        p.token = s.tokens[static_cast<size_t>(scored)];
+        p.logprob = LogSoftmaxAt(row, p.token);
+        if (s.request.prompt_logprobs > 0) p.top = TopLogprobs(row, s.request.prompt_logprobs);
+    }
+}
+
 void Engine::Apply(const ScheduledStep& step, const StepOutput& out) {
     const ModelConfig& c = model_->config();
-    std::vector<int32_t> prompt_part(step.seqs.size());
+    std::vector<int32_t> prompt_part(step.seqs.size()), first_position(step.seqs.size());
     for (size_t i = 0; i < step.seqs.size(); ++i) {
         const Sequence& s = *step.seqs[i];
         prompt_part[i] = s.num_computed < s.n_prompt ? std::min(s.planned, s.n_prompt - s.num_computed) : 0;
+        first_position[i] = s.num_computed;
     }
     scheduler_->Computed(step);
-    uint64_t prefill = 0, generated = 0, token_layers = 0, token_layers_computed = 0;
+    uint64_t prefill = 0, step_tokens = 0, generated = 0, token_layers = 0, token_layers_computed = 0;
     for (size_t i = 0; i < step.seqs.size(); ++i) {
         Sequence& s = *step.seqs[i];
         prefill += prompt_part[i];
+        step_tokens += static_cast<uint64_t>(s.planned);
         if (prompt_part[i] > 0 && s.num_computed >= s.n_prompt && s.lazy) {
             s.prompt_work_fraction = s.lazy->PromptWorkFraction();
             s.prompt_layer_fractions = s.lazy->PromptLayerFractions();
@@ -258,8 +295,15 @@ void Engine::Apply(const ScheduledStep& step, const StepOutput& out) {
         token_layers += uint64_t(prompt_part[i]) * c.n_layers;
         token_layers_computed += static_cast<uint64_t>(std::llround(prompt_part[i] * c.n_layers * fraction));
         if (s.internal || out.first_row[i] < 0) continue;
-        EmitToken(s, {out.logits.data() + static_cast<size_t>(out.first_row[i]) * c.vocab_size,
-                      static_cast<size_t>(c.vocab_size)});
+        const SeqStep& span = step.plan.seqs[i];
+        const float* rows = out.logits.data() + static_cast<size_t>(out.first_row[i]) * c.vocab_size;
+        if (span.logits == LogitsWanted::kAll) {
+            ScorePrompt(s, first_position[i], rows, span.n_tokens);
+            // Every row came back; the last one is the next token's, if this chunk ended the prompt.
+            if (s.num_computed < static_cast<int32_t>(s.tokens.size())) continue;
+            rows += static_cast<size_t>(span.n_tokens - 1) * c.vocab_size;
+        }
+        EmitToken(s, {rows, static_cast<size_t>(c.vocab_size)});
         ++generated;
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -268,6 +312,12 @@ void Engine::Apply(const ScheduledStep& step, const StepOutput& out) {
     stats_.prompt_token_layers_computed += token_layers_computed;
     stats_.generated_tokens += generated;
     ++stats_.steps;
+    if (prefill > 0) {
+        ++stats_.prefill_steps;
+        stats_.prefill_step_tokens += step_tokens;
+        const uint64_t budget = static_cast<uint64_t>(options_.max_batch_tokens);
+        stats_.prefill_step_capacity += std::max(step_tokens, budget);   // a lone LazyLLM prompt may outgrow it
+    }
 }
 
 void Engine::Step() {

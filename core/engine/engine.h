@@ -65,6 +65,21 @@ struct EngineStats {
     double   prompt_fraction_computed = 1.0;   // LazyLLM: fraction of prompt token-layers computed
     uint64_t prompt_token_layers = 0;          // prefilled prompt tokens x layers
     uint64_t prompt_token_layers_computed = 0; // of which the forward pass computed (LazyLLM skips some)
+    // Packing: steps that carried prompt tokens, every token they carried
+    // (prompt and decode) and their token budget (max_batch_tokens each, or
+    // the step's tokens when a lone LazyLLM prompt outgrew it). Their ratio
+    // is how full prefill steps were packed.
+    uint64_t prefill_steps = 0;
+    uint64_t prefill_step_tokens = 0;
+    uint64_t prefill_step_capacity = 0;
+    // Prefix sharing, counted once per finished request that reached a step
+    // (so it equals the sum of what their usage reported): its prompt
+    // tokens, those it read from shared KV (a BatchLLM group's prefix or the
+    // LRU prefix cache), and how many requests read any.
+    uint64_t prefix_query_tokens = 0;
+    uint64_t prefix_hit_tokens = 0;
+    uint64_t prefix_query_requests = 0;
+    uint64_t prefix_hit_requests = 0;
 };
 
 class Engine {
@@ -110,6 +125,9 @@ private:
     void Apply(const ScheduledStep& step, const StepOutput& out);
     // Samples `seq`'s next token from its logits row and streams it.
     void EmitToken(Sequence& seq, std::span<const float> logits);
+    // Request::prompt_logprobs: the log-probs of the prompt tokens that
+    // `rows` rows of logits, from position `first_position` on, predict.
+    void ScorePrompt(Sequence& seq, int32_t first_position, const float* logits, int32_t rows);
     void Finish(Sequence& seq, FinishReason reason, absl::Status status);
     void PublishKvStats();   // called with mu_ held
 

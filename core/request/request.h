@@ -57,6 +57,12 @@ struct Request {
     bool                     ignore_eos = false;
     int64_t                  deadline_ms = 0;   // wall-clock budget from submission; 0 = none
     int32_t                  logprobs = 0;      // most likely alternatives to report per token (0..kMaxLogprobs)
+    // >= 0: also report log p of each prompt token after the first, given
+    // the ones before it, with this many alternatives (0..kMaxLogprobs), on
+    // the first token's event: what evaluation harnesses score a text by
+    // (OpenAI's legacy echo + logprobs). The request then computes its whole
+    // prompt itself (no KV from a shared prefix) and cannot be pruned. -1: off.
+    int32_t                  prompt_logprobs = -1;
     // LazyLLM pruning of the prompt. The schedule is text ("L1:K1,..."),
     // checked against the model at submission; empty = the default.
     bool                     lazy = false;
@@ -88,6 +94,14 @@ struct Event {
     std::string reasoning;   // a reasoning model's thinking (chat requests): apart from `text`, tags dropped
     float       logprob = 0.0f;                        // log p(token) under the model
     std::vector<std::pair<int32_t, float>> top_logprobs;   // Request::logprobs best (id, log p), best first
+    // The first kToken of a request with prompt_logprobs >= 0: entry i is
+    // prompt token i + 1's (the first token has no context to score it by).
+    struct PromptLogprob {
+        int32_t                                token = -1;   // the prompt token scored
+        float                                  logprob = 0.0f;
+        std::vector<std::pair<int32_t, float>> top;   // Request::prompt_logprobs best, best first
+    };
+    std::shared_ptr<const std::vector<PromptLogprob>> prompt_logprobs;
     // kFinish
     FinishReason finish_reason = FinishReason::kLength;
     absl::Status status;     // OK, or why the request ended early (CANCELLED, DEADLINE_EXCEEDED, ...)

@@ -16,6 +16,11 @@ int32_t FcfsScheduler::Chunk(const Sequence& s, int32_t budget) const {
         const int32_t k = s.n_prompt - s.num_computed;
         return k <= budget || budget == limits_.max_batch_tokens ? k : 0;
     }
+    // A prompt whose log-probs are wanted has every row's logits computed:
+    // a bounded chunk keeps that buffer (rows x vocabulary floats) small.
+    if (s.wants_prompt_logprobs() && s.num_computed < s.n_prompt) {
+        return std::min({s.remaining(), budget, kPromptLogprobRows});
+    }
     return s.lazy ? std::min(1, budget) : std::min(s.remaining(), budget);
 }
 
@@ -54,7 +59,8 @@ bool FcfsScheduler::ReserveOrFree(Sequence& s, int32_t n_tokens) {
 }
 
 bool FcfsScheduler::Admit(Sequence& s) {
-    if (s.num_computed == 0) ReuseComputedKv(s);
+    // Prompt log-probs come from this request's own rows: nothing shared.
+    if (s.num_computed == 0 && !s.wants_prompt_logprobs()) ReuseComputedKv(s);
     // Memory-centric admission: the rest of its prompt and its first token
     // must fit, and under LazyLLM an aux cache for every token it computes
     // (taken up front, so pruning never depends on what else runs).
@@ -87,8 +93,9 @@ bool FcfsScheduler::Plan(ScheduledStep* step) {
         s.planned = k;
         if (s.t_scheduled < 0) s.t_scheduled = NowSeconds();
         const bool last = s.num_computed + k == static_cast<int32_t>(s.tokens.size()) && !s.internal;
+        const bool score_prompt = s.wants_prompt_logprobs() && s.num_computed < s.n_prompt;
         step->plan.Add(&s.kv, s.tokens.data() + s.num_computed, k, s.num_computed,
-                       last ? LogitsWanted::kLast : LogitsWanted::kNone);
+                       score_prompt ? LogitsWanted::kAll : last ? LogitsWanted::kLast : LogitsWanted::kNone);
         step->plan.seqs.back().lazy = s.lazy.get();
         step->seqs.push_back(&s);
         budget -= k;

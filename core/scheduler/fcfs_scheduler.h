@@ -18,6 +18,10 @@ namespace prepack {
 
 class FcfsScheduler : public Scheduler {
 public:
+    // Most rows of a prompt scored for its log-probs per step (each row's
+    // logits are kept: 256 x a 49k vocabulary is 50 MB).
+    static constexpr int32_t kPromptLogprobRows = 256;
+
     using Scheduler::Scheduler;
     const char* name() const override { return "fcfs"; }
     bool Plan(ScheduledStep* step) override;

@@ -4,6 +4,14 @@
 // longest cached chain of blocks that begins its prompt; cached blocks that
 // no sequence uses are given back, least recently used first, when
 // admission or decode needs memory. The baseline BatchLLM is measured against.
+//
+// Requests that arrive together with a common prefix (a chat service's
+// system prompt, the `n` choices of one prompt) would each compute that
+// prefix if admitted in the same step, since the cache only learns of
+// blocks once they are computed. So a waiting sequence that shares whole
+// blocks with a running sequence still prefilling them waits until that
+// one has computed them, then takes them from the cache: the prefix is
+// computed once, for a step or so of delay to the later arrivals.
 #pragma once
 
 #include "core/scheduler/fcfs_scheduler.h"
@@ -20,6 +28,7 @@ public:
 
 protected:
     void    ReuseComputedKv(Sequence& seq) override;
+    bool    Ready(const Sequence& seq) override;
     int32_t FreeCachedBlocks(int32_t n) override { return cache_.Evict(n); }
     void    OnComputed(Sequence& seq) override;
 

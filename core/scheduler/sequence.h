@@ -43,6 +43,12 @@ struct Sequence {
     bool                 abandoned = false;
     int32_t              cached_tokens = 0;     // prompt tokens taken from shared KV at admission
     int32_t              reasoning_tokens = 0;  // generated inside a <think> section
+    // Request::prompt_logprobs: filled as prefill chunks are computed (by
+    // position, so a recompute after preemption rewrites the same values),
+    // handed to the first token's event.
+    std::shared_ptr<std::vector<Event::PromptLogprob>> prompt_logprobs;
+    // (Until its first token: a recompute after that scores nothing.)
+    bool wants_prompt_logprobs() const { return request.prompt_logprobs >= 0 && !internal && generated() == 0; }
     // LazyLLM: the request's schedule, and its state while it holds KV.
     std::optional<LazySchedule> lazy_schedule;
     int32_t                     lazy_revive_limit = -1;   // resolved (negative: no bound)

@@ -135,7 +135,7 @@ grpc::Status GenerationCall::Run(const OnEvent& on_token, const OnEvent& on_end)
 
     while (left > 0) {
         if (n == 1) {
-            const prepack_status st = prepack_stream_next(streams_[0], kCheckMs, &ev);
+            const prepack_status st = host_->NextEvent(streams_[0], kCheckMs, &ev);
             if (st == PREPACK_OK) {
                 handle(0);
             } else if (st != PREPACK_DEADLINE_EXCEEDED) {
@@ -145,7 +145,7 @@ grpc::Status GenerationCall::Run(const OnEvent& on_token, const OnEvent& on_end)
             bool got = false;
             for (size_t k = 0; k < n; ++k) {
                 while (!ended[k]) {
-                    const prepack_status st = prepack_stream_next(streams_[k], 0, &ev);
+                    const prepack_status st = host_->NextEvent(streams_[k], 0, &ev);
                     if (st == PREPACK_DEADLINE_EXCEEDED) break;
                     got = true;
                     if (st == PREPACK_OK) {
@@ -158,7 +158,7 @@ grpc::Status GenerationCall::Run(const OnEvent& on_token, const OnEvent& on_end)
             if (!got && left > 0) {
                 // Nothing new anywhere: sleep in the engine on the first unfinished stream.
                 const size_t k = static_cast<size_t>(std::find(ended.begin(), ended.end(), false) - ended.begin());
-                const prepack_status st = prepack_stream_next(streams_[k], kWaitMs, &ev);
+                const prepack_status st = host_->NextEvent(streams_[k], kWaitMs, &ev);
                 if (st == PREPACK_OK) {
                     handle(k);
                 } else if (st != PREPACK_DEADLINE_EXCEEDED) {
@@ -204,7 +204,7 @@ void GenerationCall::DrainAndDestroy() {
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     for (prepack_stream* s : streams) {
         while (Clock::now() < deadline) {
-            const prepack_status st = prepack_stream_next(s, kCheckMs, &ev);
+            const prepack_status st = host_->NextEvent(s, kCheckMs, &ev);
             if (st == PREPACK_DEADLINE_EXCEEDED) continue;
             if (st != PREPACK_OK || ev.kind == PREPACK_EVENT_END) break;
         }

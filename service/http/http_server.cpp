@@ -8,6 +8,7 @@
 #include <random>
 
 #include "convert.h"
+#include "http/api_request_builder.h"
 #include "http/generation.h"
 #include "http/openai_response.h"
 #include "request_builder.h"
@@ -50,37 +51,12 @@ uint64_t RandomSeed() {
     return rng();
 }
 
-grpc::Status DetokenizeIds(const prepack_engine* engine, const std::vector<int32_t>& ids, std::string* out) {
-    std::string text(ids.size() * 8 + 1, '\0');
-    size_t len = 0;
-    prepack_status st = prepack_detokenize(engine, ids.data(), ids.size(), text.data(), text.size(), &len);
-    if (st == PREPACK_OUT_OF_RANGE) {
-        text.resize(len + 1);
-        st = prepack_detokenize(engine, ids.data(), ids.size(), text.data(), text.size(), &len);
-    }
-    if (st != PREPACK_OK) return ToGrpc(st, prepack_last_error());
-    *out = ToValidUtf8(std::string_view(text.data(), len));
-    return grpc::Status::OK;
-}
-
-// One choice as it is generated.
-struct Choice {
-    std::string               text;        // the answer (with echo: the prompt first)
-    std::string               reasoning;   // thinking, apart from the answer
-    std::vector<TokenLogprob> logprobs;
-    prepack_finish_reason     finish = PREPACK_FINISH_NONE;
-    prepack_usage             usage{};
-    int32_t                   reasoning_tokens = 0;
-    size_t                    offset = 0;  // completions' text_offset of the next token
-};
-
 // Everything a generation request holds from parsing to its last byte
 // (a streamed one outlives its handler: its content provider owns this).
 struct Generation {
     Api                                           api = Api::kChat;
     ApiRequest                                    request;    // the prepared requests borrow its strings
-    std::vector<std::unique_ptr<PreparedRequest>> prepared;   // per prompt
-    std::vector<std::string>                      echo;       // per prompt, with echo
+    PreparedApiRequest                            prepared;   // its prompts for the engine
     std::unique_ptr<GenerationCall>               call;
     std::unique_ptr<Pieces>                       pieces;
     std::vector<Choice>                           choices;
@@ -90,75 +66,25 @@ struct Generation {
 
     bool chat() const { return api == Api::kChat; }
     int  n() const { return request.n; }
+    // echo + logprobs: their log-probs arrive with the first generated token.
+    bool scores_prompt() const { return request.scores_prompt(); }
 
     void OnToken(int k, const prepack_event& ev) {
         Choice& c = choices[static_cast<size_t>(k)];
         c.text.append(ev.text, ev.text_len);
         if (ev.reasoning != nullptr) c.reasoning.append(ev.reasoning, ev.reasoning_len);
-        if (request.logprobs) c.logprobs.push_back(TokenLogprob::From(ev));
-    }
-    void OnEnd(int k, const prepack_event& ev) {
-        Choice& c = choices[static_cast<size_t>(k)];
-        c.finish = ev.finish_reason;
-        c.usage = ev.usage;
-        c.reasoning_tokens = ev.reasoning_tokens;
-    }
-
-    // The prompt is counted once per prompt, whatever n; cached tokens are
-    // those every choice of a prompt read from shared KV.
-    UsageTotals Usage() const {
-        UsageTotals u;
-        for (size_t p = 0; p < request.prompts.size(); ++p) {
-            int64_t cached = -1;
-            for (int c = 0; c < n(); ++c) {
-                const Choice& ch = choices[p * static_cast<size_t>(n()) + static_cast<size_t>(c)];
-                if (c == 0) u.prompt_tokens += ch.usage.prompt_tokens;
-                cached = cached < 0 ? ch.usage.cached_prompt_tokens
-                                    : std::min<int64_t>(cached, ch.usage.cached_prompt_tokens);
-                u.completion_tokens += ch.usage.completion_tokens;
-                u.reasoning_tokens += ch.reasoning_tokens;
-            }
-            u.cached_tokens += std::max<int64_t>(cached, 0);
+        if (scores_prompt() && c.logprobs.empty()) {
+            c.logprobs = PromptLogprobs(prepared.FirstToken(static_cast<size_t>(k / n())), ev);
+            c.prompt_logprobs = c.logprobs.size();
         }
-        return u;
+        if (request.logprobs) c.logprobs.push_back(LogprobOf(ev));
     }
+    void OnEnd(int k, const prepack_event& ev) { EndChoice(ev, &choices[static_cast<size_t>(k)]); }
 
-    Json Envelope(const char* object) const {
-        Json j = Json::object();
-        j["id"] = id;
-        j["object"] = object;
-        j["created"] = created;
-        j["model"] = model;
-        return j;
-    }
-
+    ResponseHead Head() const { return {id, created, model}; }
+    Json Envelope(const char* object) const { return prepack::openai::Envelope(Head(), object); }
     // The non-streamed response.
-    Json Response() {
-        Json j = Envelope(chat() ? "chat.completion" : "text_completion");
-        Json list = Json::array();
-        for (size_t k = 0; k < choices.size(); ++k) {
-            Choice& c = choices[k];
-            Json choice = Json::object();
-            choice["index"] = k;
-            if (chat()) {
-                Json message = Json::object();
-                message["role"] = "assistant";
-                message["content"] = ToValidUtf8(c.text);
-                if (!c.reasoning.empty()) message["reasoning_content"] = ToValidUtf8(c.reasoning);
-                choice["message"] = std::move(message);
-                choice["logprobs"] = request.logprobs ? ChatLogprobs(c.logprobs, *pieces) : Json(nullptr);
-            } else {
-                choice["text"] = ToValidUtf8(c.text);
-                choice["logprobs"] =
-                    request.logprobs ? CompletionLogprobs(c.logprobs, *pieces, &c.offset) : Json(nullptr);
-            }
-            choice["finish_reason"] = FinishReasonName(c.finish);
-            list.push_back(std::move(choice));
-        }
-        j["choices"] = std::move(list);
-        j["usage"] = UsageJson(Usage());
-        return j;
-    }
+    Json Response() { return prepack::openai::ResponseBody(request, Head(), choices, *pieces); }
 
     // One streamed chunk for one choice.
     Json Chunk(size_t k, Json delta_or_text, Json logprobs, Json finish) const {
@@ -243,6 +169,7 @@ grpc::Status HttpServer::Authorize(const httplib::Request& req) const {
 void HttpServer::Route() {
     httplib::Server& s = transport_->server();
     s.Get("/health", [this](const httplib::Request& q, httplib::Response& r) { Health(q, r); });
+    s.Get("/metrics", [this](const httplib::Request& q, httplib::Response& r) { Scrape(q, r); });
     s.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& r) { Models(q, r); });
     s.Get("/v1/models/(.+)", [this](const httplib::Request& q, httplib::Response& r) { Model(q, r); });
     s.Post("/v1/chat/completions",
@@ -294,7 +221,7 @@ httplib::Server::HandlerResponse HttpServer::OnError(const httplib::Request& req
     int status = res.status;
     if (status == 404) {
         static const std::vector<std::pair<std::string, std::string>> kRoutes = {
-            {"/health", "GET"}, {"/v1/models", "GET"}, {"/v1/chat/completions", "POST"},
+            {"/health", "GET"}, {"/metrics", "GET"}, {"/v1/models", "GET"}, {"/v1/chat/completions", "POST"},
             {"/v1/completions", "POST"}, {"/tokenize", "POST"}, {"/detokenize", "POST"}};
         for (const auto& [path, method] : kRoutes) {
             if (req.path == path) {
@@ -325,6 +252,17 @@ httplib::Server::HandlerResponse HttpServer::OnError(const httplib::Request& req
 void HttpServer::Health(const httplib::Request&, httplib::Response& res) {
     if (grpc::Status s = host_->CheckServing(); !s.ok()) return Send(res, s);
     res.set_content(R"({"status":"ok"})", kJson);
+}
+
+void HttpServer::Scrape(const httplib::Request& req, httplib::Response& res) {
+    if (grpc::Status s = Authorize(req); !s.ok()) return Send(res, s);
+    if (grpc::Status s = host_->CheckLoaded(); !s.ok()) return Send(res, s);
+    prepack_stats st;
+    prepack_stats_init(&st);
+    if (prepack_status ps = prepack_engine_stats(host_->engine(), &st); ps != PREPACK_OK) {
+        return Send(res, ToGrpc(ps, prepack_last_error()));
+    }
+    res.set_content(host_->metrics().Render(st), Metrics::kContentType);
 }
 
 Json HttpServer::ModelObject() const {
@@ -374,11 +312,8 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
     Json body;
     if (grpc::Status s = ParseBody(req.body, &body); !s.ok()) return refuse(s);
     if (grpc::Status s = CheckModel(body, model_id_); !s.ok()) return refuse(s);
-    {
-        const grpc::Status s = api == Api::kChat
-                                   ? ParseChat(body, host_->model(), host_->max_queue(), &g->request)
-                                   : ParseCompletion(body, host_->model(), host_->max_queue(), &g->request);
-        if (!s.ok()) return refuse(s);
+    if (grpc::Status s = ParseApiRequest(api, body, host_->model(), host_->max_queue(), &g->request); !s.ok()) {
+        return refuse(s);
     }
     body = Json();   // the request holds what it needs
     ApiRequest& ar = g->request;
@@ -395,62 +330,27 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
     // The same building as gRPC's Generate: checks, tokenizing or chat
     // rendering, the context check.
     const prepack_model_desc& model = host_->model();
-    const bool several = ar.prompts.size() > 1;
-    int32_t prompt_tokens = 0;
-    for (size_t p = 0; p < ar.prompts.size(); ++p) {
-        prepack::v1::GenerateRequest& gr = ar.prompts[p];
-        // Chat without max_tokens: whatever the context leaves (checked below).
-        if (!ar.max_tokens_set) gr.mutable_sampling()->set_max_tokens(1);
-        auto prepared = std::make_unique<PreparedRequest>();
-        grpc::Status s = PrepareRequest(gr, "", host_->engine(), model, host_->max_prompt_bytes(),
-                                        std::chrono::system_clock::time_point::max(), prepared.get(), "messages");
-        const int32_t n_prompt = static_cast<int32_t>(prepared->prompt_ids.size());
-        if (!s.ok() && !ar.max_tokens_set && s.error_code() == grpc::StatusCode::OUT_OF_RANGE && n_prompt > 0) {
-            s = grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                             "messages: the prompt (rendered: " + std::to_string(n_prompt) +
-                                 " tokens) leaves no room to generate within the context length (" +
-                                 std::to_string(model.context_length) + ")");
-        }
-        if (!s.ok()) return fail(WithJsonNames(s, api, several ? static_cast<int>(p) : -1));
-        if (!ar.max_tokens_set) prepared->request.max_tokens = model.context_length - n_prompt;
-        prompt_tokens += n_prompt;
-        if (ar.echo) {
-            std::string text;
-            if (ar.token_prompt[p]) {
-                const grpc::Status d = DetokenizeIds(host_->engine(), prepared->prompt_ids, &text);
-                if (!d.ok()) return fail(d);
-            } else {
-                text = gr.text();
-            }
-            g->echo.push_back(std::move(text));
-        }
-        g->prepared.push_back(std::move(prepared));
+    if (grpc::Status s = PrepareApiRequest(ar, host_->engine(), model, host_->max_prompt_bytes(),
+                                           std::chrono::system_clock::time_point::max(), &g->prepared);
+        !s.ok()) {
+        return fail(s);
     }
-    call.record().prompt_tokens = prompt_tokens;
+    call.record().prompt_tokens = g->prepared.prompt_tokens;
 
-    // One engine request per choice: choice i of prompt p is p * n + i,
-    // sampling with seed + that index (a seed of its own when none is given
-    // and sampling is random; greedy choices are the same anyway).
-    const uint64_t seed = ar.seed ? *ar.seed : RandomSeed();
-    std::vector<prepack_request> requests;
-    for (size_t p = 0; p < g->prepared.size(); ++p) {
-        for (int c = 0; c < ar.n; ++c) {
-            prepack_request r = g->prepared[p]->request;
-            r.seed = seed + requests.size();
-            requests.push_back(r);
-        }
-    }
+    // One engine request per choice (a seed of its own when none is given
+    // and sampling is random).
+    const std::vector<prepack_request> requests = g->prepared.Choices(ar.n, ar.seed ? *ar.seed : RandomSeed());
     if (grpc::Status s = call.Start(requests); !s.ok()) {
         // RESOURCE_EXHAUSTED here: the prompt can never fit the KV budget (no retry helps).
         return fail(s, s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ? 400 : 0);
     }
     g->choices.resize(requests.size());
-    g->pieces = std::make_unique<Pieces>(host_->engine());
+    g->pieces = std::make_unique<Pieces>(EnginePieces(host_->engine()));
     g->id = NewId(api == Api::kChat ? "chatcmpl-" : "cmpl-");
     g->created = static_cast<int64_t>(std::time(nullptr));
     g->model = model_id_;
     for (size_t k = 0; k < g->choices.size(); ++k) {
-        if (ar.echo) g->choices[k].text = g->echo[k / static_cast<size_t>(ar.n)];
+        if (ar.echo) g->choices[k].text = g->prepared.echo[k / static_cast<size_t>(ar.n)];
     }
 
     if (!ar.stream) {
@@ -482,9 +382,9 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
             Json first;
             if (g->chat()) {
                 first = Json::object({{"role", "assistant"}, {"content", ""}});
-            } else if (g->request.echo) {
+            } else if (g->request.echo && !g->scores_prompt()) {
                 first = g->choices[k].text;
-            } else {
+            } else {   // (an echo with log-probs waits for them: the first token brings them)
                 continue;
             }
             if (!write(Event(g->Chunk(k, std::move(first), nullptr, nullptr)))) {
@@ -496,6 +396,14 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
             [&](int k, const prepack_event& ev) {
                 g->OnToken(k, ev);
                 const size_t i = static_cast<size_t>(k);
+                Choice& c = g->choices[i];
+                if (g->scores_prompt() && c.logprobs.size() == c.prompt_logprobs + 1) {
+                    // The echoed prompt and its log-probs, before this first token.
+                    const std::vector<TokenLogprob> prompt(c.logprobs.begin(), c.logprobs.end() - 1);
+                    Json echoed = g->prepared.echo[i / static_cast<size_t>(g->n())];
+                    Json lp = CompletionLogprobs(prompt, *g->pieces, &c.offset);
+                    if (!write(Event(g->Chunk(i, std::move(echoed), std::move(lp), nullptr)))) return false;
+                }
                 const std::string_view text(ev.text, ev.text_len);
                 const std::string_view reasoning(ev.reasoning != nullptr ? ev.reasoning : "",
                                                  ev.reasoning != nullptr ? ev.reasoning_len : 0);
@@ -530,7 +438,7 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
             if (g->request.include_usage) {
                 Json j = g->Envelope(g->chat() ? "chat.completion.chunk" : "text_completion");
                 j["choices"] = Json::array();
-                j["usage"] = UsageJson(g->Usage());
+                j["usage"] = UsageJson(prepack::openai::SumUsage(g->choices, g->n()));
                 ok = write(Event(j));
             }
             ok = ok && write("data: [DONE]\n\n");

@@ -8,6 +8,7 @@
 //   POST /v1/completions        text or token-id prompts
 //   GET  /v1/models, GET /v1/models/{id}
 //   GET  /health                200 serving, 503 loading or draining (no auth)
+//   GET  /metrics               Prometheus text (metrics.h); the token when auth is on
 //   POST /tokenize, POST /detokenize   (vLLM's shapes, see openai_request.h)
 //
 // Each connection has its own thread (http_transport.h); a generation runs
@@ -47,6 +48,7 @@ public:
 private:
     void Route();
     void Health(const httplib::Request& req, httplib::Response& res);
+    void Scrape(const httplib::Request& req, httplib::Response& res);   // GET /metrics
     void Models(const httplib::Request& req, httplib::Response& res);
     void Model(const httplib::Request& req, httplib::Response& res);
     void Generate(const httplib::Request& req, httplib::Response& res, Api api);

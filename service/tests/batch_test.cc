@@ -41,7 +41,7 @@ TEST(BatchTest, SharedPrefixesAreComputedOnceAndResultsEqualGenerate) {
     ASSERT_TRUE(st.ok()) << st.error_message();
     ASSERT_EQ(results.size(), static_cast<size_t>(kRequests));
 
-    int cached = 0;
+    int cached = 0, by_length = 0;
     for (int i = 0; i < kRequests; ++i) {
         SCOPED_TRACE("request " + std::to_string(i));
         const auto& r = results[static_cast<uint32_t>(i)];
@@ -52,10 +52,24 @@ TEST(BatchTest, SharedPrefixesAreComputedOnceAndResultsEqualGenerate) {
         const Generated g = RunGenerate(*stub, reqs[static_cast<size_t>(i)]);
         ASSERT_TRUE(g.status.ok()) << g.status.error_message();
         EXPECT_EQ(std::vector<int32_t>(r.token_ids().begin(), r.token_ids().end()), g.ids);
+        EXPECT_EQ(g.usage.cached_prefix_tokens(), 0);
+        by_length += (r.finish_reason() == prepack::v1::FINISH_REASON_LENGTH) +
+                     (g.finish == prepack::v1::FINISH_REASON_LENGTH);
     }
     // Every member reads the group's prefix from shared KV (whole blocks of
     // it at least), so at most one prefix's worth is computed per group.
     EXPECT_GE(cached, kRequests * (kPrefix / 16) * 16) << "the shared prefix was not reused";
+    // The engine's prefix counters add up what the results reported, and
+    // both calls' requests reach the finish-reason counters (GET /metrics').
+    const prepack::v1::Stats s = Stats(*stub);
+    EXPECT_EQ(s.prefix_hit_tokens(), static_cast<uint64_t>(cached));
+    EXPECT_EQ(s.prefix_hit_requests(), static_cast<uint64_t>(kRequests));
+    EXPECT_EQ(s.prefix_query_requests(), static_cast<uint64_t>(2 * kRequests));
+    EXPECT_EQ(s.prefix_query_tokens(), static_cast<uint64_t>(2 * kRequests * (kPrefix + kTail)));
+    uint64_t ended = 0;
+    for (const auto& [reason, n] : s.finished_by_reason()) ended += n;
+    EXPECT_EQ(ended, static_cast<uint64_t>(2 * kRequests));
+    EXPECT_EQ(s.finished_by_reason().at("length"), static_cast<uint64_t>(by_length));
 }
 
 // Runs `batch` under `timeout`; returns the call's status, the results seen.

@@ -87,19 +87,6 @@ bool Contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;
 }
 
-// A prepackd on `model` (plus `extra` flags), serving when returned.
-std::unique_ptr<ServerProcess> StartModel(const std::string& model, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--model", model, "--threads", "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::string error;
-    auto p = ServerProcess::Start(args, &error);
-    EXPECT_NE(p, nullptr) << error;
-    if (p != nullptr) {
-        EXPECT_TRUE(WaitUntilServing(p->Channel()));
-    }
-    return p;
-}
-
 // Runs a GenerateBatch to its end.
 grpc::Status RunBatch(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateBatchRequest& batch,
                       std::map<uint32_t, prepack::v1::GenerateResult>* results) {
@@ -319,12 +306,8 @@ TEST_F(SmolChatTest, ChatEqualsGenerateOfTheRenderedPrompt) {
 
 TEST_F(SmolChatTest, BatchOfConversationsSharesTheSystemPromptComputedOnce) {
     ASSERT_NO_FATAL_FAILURE(Start({"--policy", "batchllm"}));
-    const std::string system =
-        "You are a careful assistant for a small library. You answer questions about opening hours, "
-        "borrowing rules and events. Keep every answer short, friendly and exact. If you do not know "
-        "something, say so and suggest asking the front desk. Never invent events or rules.";
-    const std::vector<std::string> questions = {"When do you open on Mondays?", "How many books can I borrow?",
-                                                "Is there a reading club?", "Can I renew a loan online?"};
+    const std::string& system = kLibrarySystem;
+    const std::vector<std::string>& questions = kLibraryQuestions;
     std::vector<ChatRequest> chats;
     prepack::v1::GenerateBatchRequest batch;
     std::vector<std::vector<int32_t>> rendered;

@@ -100,7 +100,11 @@ bool WaitUntilServing(const std::shared_ptr<grpc::Channel>& channel) {
 }
 
 std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"--model", "synthetic:tiny", "--threads", "1"};
+    return StartModel("synthetic:tiny", std::move(extra));
+}
+
+std::unique_ptr<ServerProcess> StartModel(const std::string& model, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--model", model, "--threads", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     std::string error;
     auto p = ServerProcess::Start(args, &error);

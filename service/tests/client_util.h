@@ -69,6 +69,8 @@ bool WaitUntilServing(const std::shared_ptr<grpc::Channel>& channel);
 // A prepackd on synthetic:tiny with one thread (plus `extra` flags), serving
 // when returned; null (with a test failure) when it did not start.
 std::unique_ptr<ServerProcess> StartTiny(std::vector<std::string> extra = {});
+// The same on `model` (a GGUF path or synthetic:NAME).
+std::unique_ptr<ServerProcess> StartModel(const std::string& model, std::vector<std::string> extra = {});
 
 // One call of `method` ("/prepack.v1.Prepack/Generate") whose request is
 // `request` exactly as given: a GenericStub serializes nothing, so the bytes
@@ -95,6 +97,18 @@ std::vector<std::string> GrepLines(const std::string& path, const std::vector<st
 
 // The number after "KEY=" in `line` (e.g. total_ms), or -1.
 double FieldOf(const std::string& line, const std::string& key);
+
+// Four conversations for a chat model's batch tests: one long system prompt
+// and a question each. Their greedy answers on SmolLM2-135M-Instruct have
+// clear margins, so they survive the rounding that computing the shared
+// prefix apart changes (another system prompt may hit a near tie).
+inline const std::string kLibrarySystem =
+    "You are a careful assistant for a small library. You answer questions about opening hours, "
+    "borrowing rules and events. Keep every answer short, friendly and exact. If you do not know "
+    "something, say so and suggest asking the front desk. Never invent events or rules.";
+inline const std::vector<std::string> kLibraryQuestions = {"When do you open on Mondays?",
+                                                           "How many books can I borrow?", "Is there a reading club?",
+                                                           "Can I renew a loan online?"};
 
 // A deadline `d` from now.
 std::chrono::system_clock::time_point In(std::chrono::milliseconds d);

@@ -205,6 +205,7 @@ TEST(StatusTest, CancelledStreamFreesItsKv) {
     EXPECT_EQ(s.requests_running(), 0u);
     EXPECT_EQ(s.in_flight(), 0u);
     EXPECT_EQ(s.finished_by_status().count("CANCELLED"), 1u);
+    EXPECT_EQ(s.finished_by_reason().at("abort"), 1u);   // vLLM's finished_reason of a cancel
     // ~150 tokens/s here: a hundred more tokens would be most of a second.
     EXPECT_LT(s.generated_tokens(), running.generated_tokens() + 100) << "the request ran on after the cancel";
     std::printf("cancel -> KV freed in %.3f s\n", secs);

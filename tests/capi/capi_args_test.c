@@ -216,6 +216,16 @@ int main(void) {
     CHECK(small_ev[sizeof small_ev - 1] == 0xEE);
     prepack_stream_destroy(s);
 
+    /* An older stats struct, before ABI 8's counts: nothing written past it. */
+    prepack_stats old_stats;
+    memset(&old_stats, 0x5A, sizeof old_stats);
+    old_stats.struct_size = offsetof(prepack_stats, steps);
+    CHECK_STATUS(prepack_engine_stats(engine, &old_stats), PREPACK_OK);
+    CHECK(old_stats.struct_size == offsetof(prepack_stats, steps));
+    CHECK(old_stats.requests_finished >= 1 && old_stats.generated_tokens >= 5);   /* the old caller's 5 */
+    const unsigned char *tail = (const unsigned char *)&old_stats + offsetof(prepack_stats, steps);
+    for (size_t i = 0; i < sizeof old_stats - offsetof(prepack_stats, steps); ++i) CHECK(tail[i] == 0x5A);
+
     /* Batch. */
     prepack_result *results = NULL;
     const prepack_request *one[1] = {&rq};

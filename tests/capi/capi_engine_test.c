@@ -53,6 +53,19 @@ static void on_progress(size_t done, size_t total, void *user) {
     if (done > total) ++g_failed;
 }
 
+/* The stats once the engine thread is past its last step: a step's counts
+** go in a moment after the END event it delivered, and the running count
+** drops to 0 after them. */
+static void idle_stats(prepack_stats *st) {
+    for (int i = 0; i < 200; ++i) {
+        CHECK_STATUS(prepack_engine_stats(g_engine, st), PREPACK_OK);
+        if (st->requests_running == 0 && st->requests_waiting == 0) return;
+        const struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(!"the engine never went idle");
+}
+
 static uint64_t kv_used(void) {
     prepack_stats st;
     prepack_stats_init(&st);
@@ -169,17 +182,50 @@ int main(void) {
         lq.ignore_eos = 1;
         int32_t plain[MAX_IDS], kept[MAX_IDS], pruned[MAX_IDS];
         prepack_event e_kept, e_pruned;
+        prepack_stats s0, s1, s2, s3;
+        prepack_stats_init(&s0);
+        prepack_stats_init(&s1);
+        prepack_stats_init(&s2);
+        prepack_stats_init(&s3);
+        idle_stats(&s0);
         const int n_plain = pull_all(g_engine, &lq, plain, MAX_IDS, NULL);
+        idle_stats(&s1);
+        /* ABI 8's counts: 300 prompt tokens in chunks of the 128-token step
+        ** budget (3 prefill steps, each with the whole budget), every one
+        ** through every layer, looked up in shared KV (none under FCFS). */
+        CHECK(s1.prefill_steps - s0.prefill_steps == 3);
+        CHECK(s1.prefill_step_tokens - s0.prefill_step_tokens == 300);
+        CHECK(s1.prefill_step_capacity - s0.prefill_step_capacity == 3 * 128);
+        CHECK(s1.steps - s0.steps == 3 + 5);   /* and a step per later token */
+        const uint64_t layers = (s1.prompt_token_layers - s0.prompt_token_layers) / 300;
+        CHECK(layers >= 1 && s1.prompt_token_layers - s0.prompt_token_layers == 300 * layers);
+        CHECK(s1.prompt_token_layers_computed - s0.prompt_token_layers_computed == 300 * layers);
+        CHECK(s1.prefix_query_requests - s0.prefix_query_requests == 1);
+        CHECK(s1.prefix_query_tokens - s0.prefix_query_tokens == 300);
+        CHECK(s1.prefix_hit_tokens == s0.prefix_hit_tokens && s1.prefix_hit_requests == s0.prefix_hit_requests);
         lq.lazy = 1;
         lq.lazy_keep_ratio = 1.0f;
         const int n_kept = pull_all(g_engine, &lq, kept, MAX_IDS, &e_kept);
         CHECK(n_plain == 6 && n_kept == 6 && memcmp(plain, kept, sizeof(int32_t) * 6) == 0);
         CHECK(e_kept.status == PREPACK_OK && e_kept.usage.pruned_fraction == 0.0);
         lq.lazy_keep_ratio = 0.0f;   /* the default schedule */
+        idle_stats(&s2);
         const int n_pruned = pull_all(g_engine, &lq, pruned, MAX_IDS, &e_pruned);
         CHECK(n_pruned == 6);
         CHECK(e_pruned.status == PREPACK_OK);
         CHECK(e_pruned.usage.pruned_fraction > 0.3 && e_pruned.usage.pruned_fraction < 0.7);
+        idle_stats(&s3);
+        /* A pruned prompt goes in one piece, alone in a step past the
+        ** budget: that step's capacity is its length. The token-layers it
+        ** skipped are the fraction its usage reports. */
+        CHECK(s3.prefill_steps - s2.prefill_steps == 1);
+        CHECK(s3.prefill_step_tokens - s2.prefill_step_tokens == 300);
+        CHECK(s3.prefill_step_capacity - s2.prefill_step_capacity == 300);
+        const double skipped = (double)((s3.prompt_token_layers - s2.prompt_token_layers) -
+                                        (s3.prompt_token_layers_computed - s2.prompt_token_layers_computed));
+        CHECK(s3.prompt_token_layers - s2.prompt_token_layers == 300 * layers);
+        const double off = skipped - 300.0 * (double)layers * e_pruned.usage.pruned_fraction;
+        CHECK(off <= 1.0 && off >= -1.0);   /* rounded once per step */
         prepack_stats ls;
         prepack_stats_init(&ls);
         CHECK_STATUS(prepack_engine_stats(g_engine, &ls), PREPACK_OK);

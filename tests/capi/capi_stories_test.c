@@ -130,6 +130,42 @@ int main(void) {
         rq.temperature = 0.0f;
         CHECK(pull_all(engine, &rq, ids, 64, NULL) == 48 && memcmp(ids, want, sizeof(int32_t) * 48) == 0);
 
+        /* ABI 8, prompt log-probs: the prompt and the first 8 greedy tokens
+        ** as one prompt; each greedy token, scored from the tokens before
+        ** it, is the best alternative (greedy is the argmax). */
+        {
+            int32_t forced[72];
+            memcpy(forced, want_prompt, sizeof(int32_t) * (size_t)n_prompt);
+            memcpy(forced + n_prompt, want, sizeof(int32_t) * 8);
+            prepack_request_init(&rq);
+            CHECK(rq.prompt_logprobs == -1);
+            rq.prompt_tokens = forced;
+            rq.n_prompt_tokens = (size_t)n_prompt + 8;
+            rq.max_tokens = 2;
+            rq.temperature = 0.0f;
+            rq.prompt_logprobs = 1;
+            prepack_stream *st = NULL;
+            CHECK_STATUS(prepack_generate_start(engine, &rq, &st), PREPACK_OK);
+            prepack_event ev;
+            prepack_event_init(&ev);
+            int tokens = 0;
+            while (st != NULL && prepack_stream_next(st, -1, &ev) == PREPACK_OK && ev.kind == PREPACK_EVENT_TOKEN) {
+                if (tokens++ == 0) {
+                    CHECK(ev.n_prompt_logprobs == (size_t)n_prompt + 7 && ev.prompt_n_top == 1);
+                    for (size_t i = 0; i < ev.n_prompt_logprobs && ev.n_prompt_logprobs == (size_t)n_prompt + 7; ++i) {
+                        CHECK(ev.prompt_token_ids[i] == forced[i + 1]);
+                        CHECK(ev.prompt_logprobs[i] <= 0.0f && ev.prompt_top_logprobs[i] >= ev.prompt_logprobs[i] - 1e-5f);
+                        if (i + 1 >= (size_t)n_prompt) CHECK(ev.prompt_top_ids[i] == forced[i + 1]);
+                    }
+                    CHECK(ev.token == want[8]);
+                } else {
+                    CHECK(ev.n_prompt_logprobs == 0);
+                }
+            }
+            CHECK(tokens == 2 && ev.kind == PREPACK_EVENT_END && ev.status == PREPACK_OK);
+            prepack_stream_destroy(st);
+        }
+
         /* Detokenizing prompt + continuation gives the texts back. */
         char text[1024], want_text[512];
         size_t len = 0;

@@ -85,7 +85,7 @@ extern "C" {
 #define PREPACK_VERSION_PATCH 0
 #define PREPACK_VERSION_STRING "0.1.0"
 /* Bumped whenever a struct gains a field or a function is added. */
-#define PREPACK_ABI_VERSION 7
+#define PREPACK_ABI_VERSION 8
 
 /* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
 ** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
@@ -212,6 +212,22 @@ typedef struct prepack_stats {
     uint64_t kv_bytes_used;
     double   prefix_saving;             /* fraction of prompt tokens served from shared prefixes */
     double   prompt_fraction_computed;  /* LazyLLM: fraction of prompt token-layers computed */
+    /* ABI 8: the counts behind the ratios, for monitoring (prepackd's /metrics). */
+    uint64_t steps;                        /* forward steps run */
+    uint64_t prefill_steps;                /* steps that carried prompt tokens (whole prompts or chunks) */
+    uint64_t prefill_step_tokens;          /* every token those steps carried, prompt and decode */
+    uint64_t prefill_step_capacity;        /* their token budget: max_batch_tokens each (a lone LazyLLM
+                                              prompt longer than that: its length). Packing efficiency
+                                              = prefill_step_tokens / prefill_step_capacity */
+    uint64_t prompt_token_layers;          /* prefilled prompt tokens x layers */
+    uint64_t prompt_token_layers_computed; /* of which computed: LazyLLM pruned the rest */
+    /* Prefix sharing, counted when a request that reached a step finishes, so
+    ** that the hit tokens are the sum of their usage.cached_prompt_tokens: */
+    uint64_t prefix_query_tokens;          /* their prompt tokens */
+    uint64_t prefix_hit_tokens;            /* of which read from shared KV (a BatchLLM group's prefix or
+                                              the LRU prefix cache) instead of being computed */
+    uint64_t prefix_query_requests;        /* those requests */
+    uint64_t prefix_hit_requests;          /* of which read any prompt token from shared KV */
 } prepack_stats;
 
 PREPACK_API void prepack_stats_init(prepack_stats *stats);
@@ -351,6 +367,12 @@ typedef struct prepack_request {
                                                then prompt and prompt_tokens must be NULL and parse_special 0.
                                                Works in every form: streams, callbacks and batches (a batch
                                                of conversations shares their common system prompt) */
+    int32_t            prompt_logprobs;     /* ABI 8: -1 (default) = off; 0..20: the first TOKEN event also
+                                               reports log p of every prompt token after the first, given
+                                               the ones before it, with this many alternatives each (what
+                                               evaluation harnesses score texts by). The request then
+                                               computes its whole prompt itself (no shared prefix); not
+                                               with lazy */
 } prepack_request;
 
 /* Fills *request with defaults (and struct_size). NULL is ignored. */
@@ -407,6 +429,13 @@ typedef struct prepack_event {
                                             answer); the <think> tags are in neither */
     size_t                reasoning_len;
     int32_t               reasoning_tokens;   /* END: generated tokens that were thinking */
+    /* ABI 8, the first TOKEN event of a request with prompt_logprobs >= 0: */
+    const int32_t        *prompt_token_ids;   /* n_prompt_logprobs ids: prompt tokens 1, 2, ... (all but the first) */
+    const float          *prompt_logprobs;    /* entry i: log p(prompt_token_ids[i] | the tokens before it) */
+    size_t                n_prompt_logprobs;  /* the prompt's token count - 1 */
+    const int32_t        *prompt_top_ids;     /* n_prompt_logprobs x prompt_n_top, row-major, best first */
+    const float          *prompt_top_logprobs;
+    size_t                prompt_n_top;       /* request.prompt_logprobs */
 } prepack_event;
 
 PREPACK_API void prepack_event_init(prepack_event *event);

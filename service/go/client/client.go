@@ -24,8 +24,9 @@ import (
 type Client struct {
 	conn *grpc.ClientConn
 	// API and Health are the raw stubs, for calls this package does not wrap.
-	API    prepackpb.PrepackClient
-	Health healthpb.HealthClient
+	API         prepackpb.PrepackClient
+	Health      healthpb.HealthClient
+	noPrefixKey bool
 }
 
 // Options configure Dial.
@@ -35,6 +36,12 @@ type Options struct {
 	Token string
 	// TLS, when set, is used instead of a plaintext connection.
 	TLS credentials.TransportCredentials
+	// NoPrefixKey: Generate and Chat do not send the PrefixKeyHeader they
+	// send by default (see PrefixKey), e.g. behind a proxy that routes on
+	// something else. To send a key of one's own instead, set the header in
+	// the call's context: metadata.AppendToOutgoingContext(ctx,
+	// client.PrefixKeyHeader, key).
+	NoPrefixKey bool
 }
 
 // Dial connects to prepackd at addr ("127.0.0.1:50051"). It returns once
@@ -54,7 +61,8 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, API: prepackpb.NewPrepackClient(conn), Health: healthpb.NewHealthClient(conn)}, nil
+	return &Client{conn: conn, API: prepackpb.NewPrepackClient(conn), Health: healthpb.NewHealthClient(conn),
+		noPrefixKey: opts.NoPrefixKey}, nil
 }
 
 // Close closes the connection.
@@ -71,14 +79,17 @@ type Result struct {
 	Usage        *prepackpb.Usage
 }
 
-// Generate streams one generation. onChunk (may be nil) sees every
-// response as it arrives, the last one included; an error from it cancels
+// Generate streams one generation, sending the request's PrefixKey (unless
+// Options.NoPrefixKey, or ctx carries a key already) so that a proxy over
+// several replicas sends requests that share a prefix to one replica.
+// onChunk (may be nil) sees every response as it arrives, the last one
+// included; an error from it cancels
 // the request. Cancelling ctx, or its deadline, stops the request on the
 // server within one decode step. Errors are gRPC status errors
 // (status.Code(err) gives codes.InvalidArgument, codes.OutOfRange, ...).
 func (c *Client) Generate(ctx context.Context, req *prepackpb.GenerateRequest,
 	onChunk func(*prepackpb.GenerateResponse) error) (*Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(c.withPrefixKey(ctx, func() string { return PrefixKey(req) }))
 	defer cancel()
 	stream, err := c.API.Generate(ctx, req)
 	if err != nil {
@@ -89,12 +100,13 @@ func (c *Client) Generate(ctx context.Context, req *prepackpb.GenerateRequest,
 
 // Chat streams one generation whose prompt is a conversation, rendered by
 // the model's chat template (the GGUF's tokenizer.chat_template, or
-// prepackd's --chat-template-file), as Generate does. A model without a
-// template answers codes.FailedPrecondition; bad messages, JSON or a
-// template's own error codes.InvalidArgument naming the field.
+// prepackd's --chat-template-file), as Generate does; its prefix key is
+// ChatPrefixKey of the conversation. A model without a template answers
+// codes.FailedPrecondition; bad messages, JSON or a template's own error
+// codes.InvalidArgument naming the field.
 func (c *Client) Chat(ctx context.Context, req *prepackpb.ChatRequest,
 	onChunk func(*prepackpb.GenerateResponse) error) (*Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(c.withPrefixKey(ctx, func() string { return ChatPrefixKey(req.GetConversation()) }))
 	defer cancel()
 	stream, err := c.API.Chat(ctx, req)
 	if err != nil {

@@ -334,6 +334,48 @@ def test_completion_logprobs(stories):
 
 
 @need_stories
+def test_echo_logprobs_score_the_prompt(stories):
+    # echo + logprobs (what evaluation harnesses score texts by): the prompt's
+    # tokens first, the first with null log-prob and alternatives, then the
+    # answer's. Checked against the model itself on another path: the answer
+    # fed back as part of a prompt is scored by prefill as decode scored it.
+    c = stories.client()
+    prompt = "Once upon a time"
+    n_prompt = len(json.loads(stories.raw("POST", "/tokenize", {"prompt": prompt})[2])["tokens"])
+    r = c.completions.create(model=STORIES_ID, prompt=prompt, max_tokens=12, temperature=0, echo=True, logprobs=2)
+    ch = r.choices[0]
+    lp = ch.logprobs
+    assert r.usage.prompt_tokens == n_prompt and r.usage.completion_tokens == 12
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == n_prompt + 12
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert "".join(lp.tokens) == ch.text and ch.text.startswith(prompt)
+    assert lp.text_offset == [sum(len(t) for t in lp.tokens[:i]) for i in range(len(lp.tokens))]
+    for tok, lpv, top in zip(lp.tokens[1:], lp.token_logprobs[1:], lp.top_logprobs[1:]):
+        assert lpv <= 0.0 and 1 <= len(top) <= 2 and max(top.values()) >= lpv - 1e-6
+        if tok in top:
+            assert abs(top[tok] - lpv) < 1e-5
+    # The whole text as a prompt: its first n_prompt scores are those of the
+    # same positions in a longer prefill; the answer's, teacher-forced, what
+    # decode reported. (Equal up to rounding: how many rows a step has
+    # picks the kernels.)
+    again = c.completions.create(model=STORIES_ID, prompt=ch.text, max_tokens=1, temperature=0, echo=True, logprobs=2)
+    lp2 = again.choices[0].logprobs
+    assert lp2.tokens[:len(lp.tokens)] == lp.tokens, "the text does not tokenize back to the same tokens"
+    assert lp2.token_logprobs[0] is None
+    for a, b in zip(lp2.token_logprobs[1:len(lp.tokens)], lp.token_logprobs[1:]):
+        assert abs(a - b) < 1e-3, (a, b)
+    # Streamed: the echoed prompt with its log-probs in the first chunk, then a chunk per token.
+    chunks = list(c.completions.create(model=STORIES_ID, prompt=prompt, max_tokens=12, temperature=0, echo=True,
+                                       logprobs=2, stream=True))
+    assert chunks[0].choices[0].text == prompt
+    assert chunks[0].choices[0].logprobs.token_logprobs == lp.token_logprobs[:n_prompt]
+    assert "".join(x.choices[0].text for x in chunks) == ch.text
+    assert [v for x in chunks if x.choices[0].logprobs for v in x.choices[0].logprobs.token_logprobs] == \
+        lp.token_logprobs
+    assert [o for x in chunks if x.choices[0].logprobs for o in x.choices[0].logprobs.text_offset] == lp.text_offset
+
+
+@need_stories
 def test_stop_across_token_boundaries(stories):
     c = stories.client()
     full = c.completions.create(model=STORIES_ID, prompt="Once upon a time", max_tokens=30,
@@ -382,28 +424,43 @@ def test_n_choices(stories):
 
 @need_stories
 def test_n_computes_the_prompt_once():
-    # Under --policy batchllm the n copies of a prompt are one batch: their
-    # shared prefix is computed once (the engine's counters), the rest of
-    # each choice on top of it.
+    # The n copies of a prompt share its KV: under --policy batchllm they are
+    # one batch whose prefix is computed once; under the default (lru, prefix
+    # caching) the later copies wait for the first one's blocks and take them
+    # from the cache, computing only the tail past its last whole 16-token
+    # block (never the last token: each needs its own logits).
     prompt = " ".join(["Once upon a time there was a little girl named Lily who loved to play outside."] * 6)
-    with server(STORIES, "--policy", "batchllm") as s:
-        c = s.client()
+
+    def computed_for_n4(s):
         before = s.stats()
-        r = c.completions.create(model=STORIES_ID, prompt=prompt, max_tokens=8, temperature=0, n=4)
+        r = s.client().completions.create(model=STORIES_ID, prompt=prompt, max_tokens=8, temperature=0, n=4)
         after = s.stats()
-        p = r.usage.prompt_tokens
-        assert p > 100 and len(r.choices) == 4
-        computed = int(after["prompt_tokens_computed"]) - int(before["prompt_tokens_computed"])
+        assert len(r.choices) == 4
         submitted = int(after["prompt_tokens"]) - int(before["prompt_tokens"])
-        assert submitted == 4 * p
+        assert submitted == 4 * r.usage.prompt_tokens
+        return int(after["prompt_tokens_computed"]) - int(before["prompt_tokens_computed"]), r
+
+    with server(STORIES, "--policy", "batchllm") as s:
+        computed, r = computed_for_n4(s)
+        p = r.usage.prompt_tokens
+        assert p > 100
         assert computed < p + 4 * 16, (computed, p)   # once, plus at most a block per choice
         assert r.usage.prompt_tokens_details.cached_tokens > p - 20
-    # The default (fcfs) computes it n times: nothing is shared.
     with server(STORIES) as s:
-        before = s.stats()
-        s.client().completions.create(model=STORIES_ID, prompt=prompt, max_tokens=8, temperature=0, n=4)
-        after = s.stats()
-        assert int(after["prompt_tokens_computed"]) - int(before["prompt_tokens_computed"]) == 4 * p
+        computed, r = computed_for_n4(s)
+        tail = p - (p - 1) // 16 * 16
+        assert computed == p + 3 * tail, (computed, p)
+        # cached_tokens counts what every choice read from KV computed before
+        # the request (the first choice computed it): none, then all but the
+        # tail when the same prompt comes again.
+        assert r.usage.prompt_tokens_details.cached_tokens == 0
+        computed, r = computed_for_n4(s)
+        assert computed == 4 * tail, (computed, p)
+        assert r.usage.prompt_tokens_details.cached_tokens == p - tail
+    # fcfs shares nothing: the prompt n times.
+    with server(STORIES, "--policy", "fcfs") as s:
+        computed, _ = computed_for_n4(s)
+        assert computed == 4 * p
 
 
 @need_stories
@@ -460,7 +517,7 @@ def test_field_errors(stories):
         (dict(prompt="x", presence_penalty=0.5), "presence_penalty"),
         (dict(prompt="x", frequency_penalty=-1), "frequency_penalty"),
         (dict(prompt="x", suffix="tail"), "suffix"),
-        (dict(prompt="x", echo=True, logprobs=2), "echo"),
+        (dict(prompt="x", echo=True, logprobs=2, extra_body={"lazy": True}), "echo"),
         (dict(prompt="x", best_of=3), "best_of"),
         (dict(prompt="x", logit_bias={"50": 10}), "logit_bias"),
         (dict(prompt="x", logprobs=21), "logprobs"),
@@ -666,7 +723,14 @@ def test_chat_greedy_matches_cli_and_stream(smol):
     assert "".join(ch.choices[0].delta.content or "" for ch in chunks[:-1]) == cli
     finishes = [ch.choices[0].finish_reason for ch in chunks[:-1] if ch.choices[0].finish_reason]
     assert finishes == [r.choices[0].finish_reason]
-    assert chunks[-1].choices == [] and chunks[-1].usage.model_dump() == r.usage.model_dump()
+    assert chunks[-1].choices == []
+    u, streamed = r.usage.model_dump(), chunks[-1].usage.model_dump()
+    # The same prompt again: under the default policy (lru, prefix caching)
+    # its whole 16-token blocks, all but the last token, come from the cache.
+    assert streamed["prompt_tokens_details"]["cached_tokens"] == (u["prompt_tokens"] - 1) // 16 * 16
+    for usage in (u, streamed):
+        del usage["prompt_tokens_details"]["cached_tokens"]
+    assert streamed == u
     assert all(ch.object == "chat.completion.chunk" for ch in chunks)
 
 
@@ -916,3 +980,222 @@ def test_http_off_and_port_conflict():
         p.send_signal(signal.SIGTERM)
         p.wait(30)
         p.stdout.close()
+
+
+# ----------------------------------------------------------------- /metrics
+
+# What GET /metrics must serve, as prometheus_client's parser names the
+# families (a counter's without its _total) and types them.
+METRIC_TYPES = {
+    # vLLM's, under prepack_.
+    "prepack_num_requests_running": "gauge",
+    "prepack_num_requests_waiting": "gauge",
+    "prepack_kv_cache_usage_perc": "gauge",
+    "prepack_prompt_tokens": "counter",
+    "prepack_generation_tokens": "counter",
+    "prepack_num_preemptions": "counter",
+    "prepack_prefix_cache_queries": "counter",
+    "prepack_prefix_cache_hits": "counter",
+    "prepack_request_success": "counter",
+    "prepack_time_to_first_token_seconds": "histogram",
+    "prepack_time_per_output_token_seconds": "histogram",
+    "prepack_e2e_request_latency_seconds": "histogram",
+    "prepack_request_queue_time_seconds": "histogram",
+    "prepack_request_inference_time_seconds": "histogram",
+    "prepack_request_prefill_time_seconds": "histogram",
+    "prepack_request_decode_time_seconds": "histogram",
+    "prepack_request_prompt_tokens": "histogram",
+    "prepack_request_generation_tokens": "histogram",
+    # prepack's own.
+    "prepack_prefix_cache_hit_rate": "gauge",
+    "prepack_prefix_cache_query_requests": "counter",
+    "prepack_prefix_cache_hit_requests": "counter",
+    "prepack_prompt_tokens_computed": "counter",
+    "prepack_steps": "counter",
+    "prepack_prefill_steps": "counter",
+    "prepack_prefill_step_tokens": "counter",
+    "prepack_prefill_step_capacity_tokens": "counter",
+    "prepack_prefill_packing_efficiency": "gauge",
+    "prepack_prompt_token_layers": "counter",
+    "prepack_lazyllm_pruned_token_layers": "counter",
+}
+LATENCY_HISTOGRAMS = ["prepack_e2e_request_latency_seconds", "prepack_request_queue_time_seconds",
+                      "prepack_request_inference_time_seconds", "prepack_request_prompt_tokens",
+                      "prepack_request_generation_tokens"]
+
+
+class Scrape:
+    """One GET /metrics, parsed by prometheus_client's parser."""
+
+    def __init__(self, s, model_name=STORIES_ID):
+        parser = pytest.importorskip("prometheus_client.parser")
+        st, headers, body = s.raw("GET", "/metrics")
+        assert st == 200, body
+        assert headers["content-type"].startswith("text/plain; version=0.0.4"), headers
+        self.families = {f.name: f for f in parser.text_string_to_metric_families(body.decode())}
+        for f in self.families.values():
+            for sample in f.samples:
+                assert sample.labels.get("model_name") == model_name, sample
+
+    def get(self, sample, **labels):
+        """The value of the one sample of this name with these labels (besides model_name)."""
+        found = [x.value for f in self.families.values() for x in f.samples
+                 if x.name == sample and {k: v for k, v in x.labels.items() if k != "model_name"} == labels]
+        assert len(found) == 1, (sample, labels, found)
+        return found[0]
+
+    def count(self, histogram):
+        return self.get(histogram + "_count")
+
+
+def _delta(before, after, sample, **labels):
+    return after.get(sample, **labels) - before.get(sample, **labels)
+
+
+@need_stories
+def test_metrics_count_a_known_workload():
+    # A step budget of 64 tokens chunks the long prompt, so packing has
+    # steps to count; under batchllm the n choices of one prompt share it.
+    budget = 64
+    with server(STORIES, "--policy", "batchllm", "--max-batch-tokens", str(budget)) as s:
+        c = s.client()
+        first = Scrape(s)
+        for name, typ in METRIC_TYPES.items():
+            assert name in first.families, name
+            assert first.families[name].type == typ, (name, first.families[name].type)
+        for reason in ["stop", "length", "abort", "error"]:   # every reason exists from the start
+            assert first.get("prepack_request_success_total", finished_reason=reason) == 0
+
+        # The workload: 3 requests ending by length, 1 by a stop string, and
+        # a prompt of 2 choices (2 engine requests sharing its prefix).
+        ended = []   # (choices, usage) per HTTP request
+        for i, max_tokens in enumerate([5, 7, 9]):
+            r = c.completions.create(model=STORIES_ID, prompt=f"Once upon a time, {i} cats", max_tokens=max_tokens,
+                                     temperature=0, extra_body={"ignore_eos": True})
+            assert r.choices[0].finish_reason == "length" and r.usage.completion_tokens == max_tokens
+            ended.append((1, r.usage))
+        text = r.choices[0].text
+        stop = text[len(text) // 2:len(text) // 2 + 3]
+        r = c.completions.create(model=STORIES_ID, prompt="Once upon a time, 2 cats", max_tokens=9, temperature=0,
+                                 stop=stop, extra_body={"ignore_eos": True})
+        assert r.choices[0].finish_reason == "stop", (text, stop, r.choices[0].text)
+        ended.append((1, r.usage))
+        shared = " ".join(["Once upon a time there was a little girl named Lily who loved to play outside."] * 6)
+        r = c.completions.create(model=STORIES_ID, prompt=shared, max_tokens=4, temperature=0, n=2,
+                                 extra_body={"ignore_eos": True})
+        assert [ch.finish_reason for ch in r.choices] == ["length", "length"]
+        ended.append((2, r.usage))
+        assert s.wait_idle(10000) is not None
+        second = Scrape(s)
+
+        requests = sum(n for n, _ in ended)
+        prompt_tokens = sum(n * u.prompt_tokens for n, u in ended)
+        completions = [u.completion_tokens // n for n, u in ended for _ in range(n)]   # per engine request
+        d = lambda sample, **labels: _delta(first, second, sample, **labels)   # noqa: E731
+        assert d("prepack_generation_tokens_total") == sum(completions)
+        assert sum(completions) == 5 + 7 + 9 + ended[3][1].completion_tokens + 2 * 4
+        assert d("prepack_prompt_tokens_total") == prompt_tokens
+        assert d("prepack_request_success_total", finished_reason="length") == 5
+        assert d("prepack_request_success_total", finished_reason="stop") == 1
+        assert d("prepack_request_success_total", finished_reason="abort") == 0
+        assert d("prepack_request_success_total", finished_reason="error") == 0
+        for h in LATENCY_HISTOGRAMS + ["prepack_time_to_first_token_seconds", "prepack_request_prefill_time_seconds",
+                                       "prepack_request_decode_time_seconds"]:
+            assert d(h + "_count") == requests, h
+            assert second.get(h + "_bucket", le="+Inf") == second.count(h), h
+        assert d("prepack_time_per_output_token_seconds_count") == sum(1 for t in completions if t >= 2)
+        assert d("prepack_request_prompt_tokens_sum") == prompt_tokens
+        assert d("prepack_request_generation_tokens_sum") == sum(completions)
+        assert 0 < d("prepack_time_to_first_token_seconds_sum") <= d("prepack_e2e_request_latency_seconds_sum")
+        # Prefix sharing: every engine request was looked up; the 2 choices
+        # read the shared prompt. Usage's cached_tokens is what every choice
+        # of a prompt read, and under batchllm each read the same group
+        # prefix, so the engine counted it once per choice.
+        cached = sum(n * u.prompt_tokens_details.cached_tokens for n, u in ended)
+        assert ended[4][1].prompt_tokens_details.cached_tokens > ended[4][1].prompt_tokens - 20
+        assert d("prepack_prefix_cache_hits_total") == cached
+        assert d("prepack_prefix_cache_queries_total") == prompt_tokens
+        assert d("prepack_prefix_cache_query_requests_total") == requests
+        assert d("prepack_prefix_cache_hit_requests_total") == 2
+        assert second.get("prepack_prefix_cache_hit_rate") == pytest.approx(
+            second.get("prepack_prefix_cache_hits_total") / second.get("prepack_prefix_cache_queries_total"))
+        # Packing: every prompt token computed went through a prefill step,
+        # each of which had the step budget.
+        steps = d("prepack_prefill_steps_total")
+        assert steps >= 1 and d("prepack_steps_total") >= steps
+        assert d("prepack_prefill_step_capacity_tokens_total") == steps * budget
+        assert d("prepack_prompt_tokens_computed_total") <= d("prepack_prefill_step_tokens_total") <= steps * budget
+        assert d("prepack_prompt_tokens_computed_total") < prompt_tokens   # the shared prompt once
+        assert second.get("prepack_prefill_packing_efficiency") == pytest.approx(
+            second.get("prepack_prefill_step_tokens_total") / second.get("prepack_prefill_step_capacity_tokens_total"))
+        # No LazyLLM yet: every prompt token through every layer.
+        layers = d("prepack_prompt_token_layers_total")
+        assert layers > 0 and layers % d("prepack_prompt_tokens_computed_total") == 0
+        assert d("prepack_lazyllm_pruned_token_layers_total") == 0
+        # Idle: nothing running, waiting or holding KV.
+        assert second.get("prepack_num_requests_running") == 0 and second.get("prepack_num_requests_waiting") == 0
+        assert second.get("prepack_kv_cache_usage_perc") == 0
+
+        # LazyLLM prunes part of a prompt's token-layers.
+        c.completions.create(model=STORIES_ID, prompt=shared + " The end.", max_tokens=2, temperature=0,
+                             extra_body={"lazy_keep_ratio": 0.5})
+        assert s.wait_idle(10000) is not None
+        third = Scrape(s)
+        pruned = _delta(second, third, "prepack_lazyllm_pruned_token_layers_total")
+        assert 0 < pruned < _delta(second, third, "prepack_prompt_token_layers_total")
+
+        # GetStats reports the same counters.
+        g = s.stats()
+        for sample, field in [("prepack_prompt_tokens_total", "prompt_tokens"),
+                              ("prepack_generation_tokens_total", "generated_tokens"),
+                              ("prepack_num_preemptions_total", "preemptions"),
+                              ("prepack_num_requests_running", "requests_running"),
+                              ("prepack_num_requests_waiting", "requests_waiting"),
+                              ("prepack_prompt_tokens_computed_total", "prompt_tokens_computed"),
+                              ("prepack_prefix_cache_queries_total", "prefix_query_tokens"),
+                              ("prepack_prefix_cache_hits_total", "prefix_hit_tokens"),
+                              ("prepack_prefix_cache_query_requests_total", "prefix_query_requests"),
+                              ("prepack_prefix_cache_hit_requests_total", "prefix_hit_requests"),
+                              ("prepack_steps_total", "steps"),
+                              ("prepack_prefill_steps_total", "prefill_steps"),
+                              ("prepack_prefill_step_tokens_total", "prefill_step_tokens"),
+                              ("prepack_prefill_step_capacity_tokens_total", "prefill_step_capacity"),
+                              ("prepack_prompt_token_layers_total", "prompt_token_layers")]:
+            assert third.get(sample) == int(g[field]), (sample, field, g)
+        assert third.get("prepack_lazyllm_pruned_token_layers_total") == \
+            int(g["prompt_token_layers"]) - int(g["prompt_token_layers_computed"])
+        assert third.get("prepack_kv_cache_usage_perc") == int(g["kv_bytes_used"]) / int(g["kv_bytes_total"])
+        for reason, n in g["finished_by_reason"].items():
+            assert third.get("prepack_request_success_total", finished_reason=reason) == int(n)
+        assert sum(int(n) for n in g["finished_by_reason"].values()) == requests + 1
+
+
+@need_stories
+def test_metrics_auth_and_model_name():
+    with tempfile.NamedTemporaryFile("w", suffix=".token", delete=False) as f:
+        f.write("s3cret\n")
+    try:
+        with server(STORIES, "--auth-token-file", f.name, "--model-name", "tiny-stories", token_file=f.name) as s:
+            # The token guards /metrics as it does the API; POST is 405.
+            expect_error(s.raw("GET", "/metrics"), 401, code="invalid_api_key")
+            auth = {"Authorization": "Bearer s3cret"}
+            assert s.raw("POST", "/metrics", headers=auth)[0] == 405
+
+            class Authed:   # Scrape over the token
+                def raw(self, method, path):
+                    return s.raw(method, path, headers=auth)
+
+            before = Scrape(Authed(), model_name="tiny-stories")   # every series labelled with --model-name
+            c = s.client(api_key="s3cret")
+            with pytest.raises(openai.BadRequestError):   # refused before the engine: no finished request
+                c.completions.create(model="tiny-stories", prompt="Once", max_tokens=600)
+            r = c.completions.create(model="tiny-stories", prompt="Once", max_tokens=3, temperature=0,
+                                     extra_body={"ignore_eos": True})
+            assert r.usage.completion_tokens == 3
+            assert s.wait_idle(10000) is not None
+            after = Scrape(Authed(), model_name="tiny-stories")
+            assert _delta(before, after, "prepack_request_success_total", finished_reason="length") == 1
+            assert _delta(before, after, "prepack_request_success_total", finished_reason="error") == 0
+            assert _delta(before, after, "prepack_e2e_request_latency_seconds_count") == 1
+    finally:
+        os.unlink(f.name)
