@@ -10,8 +10,9 @@ output tokens/s over the run's wall time, requests/s, and the server's own
 prompt-token counters where it has them (prepackd: computed vs submitted).
 
 Servers (--server, repeatable, run in the order given):
-  prepack-http   prepackd --http-listen, /v1/chat/completions  (--policy from --prepack-policy)
-  prepack-grpc   prepackd's gRPC Chat (stubs generated from proto/ with grpcio-tools)
+  prepack-http   prepackd --http-listen, /v1/chat/completions  (--policy from --prepack-policy,
+                 or prepack-http:POLICY, e.g. prepack-http:fcfs beside prepack-http:lru)
+  prepack-grpc   prepackd's gRPC Chat (stubs generated from proto/ with grpcio-tools; :POLICY too)
   llamacpp-http  llama-cpp-python's OpenAI server (python -m llama_cpp.server)
 
 Workloads (--workload): every request a different system prompt and
@@ -86,10 +87,10 @@ def wait_http(url, proc, timeout=300):
 class Prepackd:
     """prepackd on free ports; .http and .grpc addresses."""
 
-    def __init__(self, args):
+    def __init__(self, args, policy):
         self.bin = args.prepackd
         cmd = [self.bin, "--model", args.model, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
-               "--threads", str(args.threads), "--policy", args.prepack_policy, "--model-name", "bench"]
+               "--threads", str(args.threads), "--policy", policy, "--model-name", "bench"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         grpc_line = self.proc.stdout.readline()
         http_line = self.proc.stdout.readline()
@@ -115,7 +116,10 @@ class LlamaCppServer:
         port = free_port()
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", args.model, "--host", "127.0.0.1",
                "--port", str(port), "--n_threads", str(args.threads), "--n_ctx", str(args.n_ctx),
-               "--model_alias", "bench"]
+               "--model_alias", "bench",
+               # Its default cuts the running request short when another
+               # arrives; queued, every request gets its whole answer.
+               "--interrupt_requests", "False"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.http = f"http://127.0.0.1:{port}"
         wait_http(self.http + "/v1/models", self.proc)
@@ -130,7 +134,7 @@ class LlamaCppServer:
 
 
 def http_request(client, model, messages, max_tokens):
-    """One streamed chat request: (ttft seconds, completion tokens)."""
+    """One streamed chat request: (ttft seconds, completion tokens, total seconds)."""
     t0 = time.perf_counter()
     ttft = None
     stream = client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, temperature=0,
@@ -143,7 +147,8 @@ def http_request(client, model, messages, max_tokens):
                 ttft = time.perf_counter() - t0
         if ch.usage is not None:
             tokens = ch.usage.completion_tokens
-    return ttft if ttft is not None else time.perf_counter() - t0, tokens or chunks
+    total = time.perf_counter() - t0
+    return ttft if ttft is not None else total, tokens or chunks, total
 
 
 def grpc_stubs():
@@ -173,7 +178,8 @@ def grpc_request(stub, pb, messages, max_tokens):
             ttft = time.perf_counter() - t0
         if resp.HasField("usage"):
             tokens = resp.usage.generated_tokens
-    return ttft if ttft is not None else time.perf_counter() - t0, tokens
+    total = time.perf_counter() - t0
+    return ttft if ttft is not None else total, tokens, total
 
 
 def pct(xs, p):
@@ -181,8 +187,10 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def run(server_kind, args, streams, prompts, warmup):
-    server = LlamaCppServer(args) if server_kind == "llamacpp-http" else Prepackd(args)
+def run(server_spec, args, streams, prompts, warmup):
+    server_kind, _, policy = server_spec.partition(":")
+    policy = policy or args.prepack_policy
+    server = LlamaCppServer(args) if server_kind == "llamacpp-http" else Prepackd(args, policy)
     try:
         if server_kind == "prepack-grpc":
             import grpc
@@ -220,9 +228,12 @@ def run(server_kind, args, streams, prompts, warmup):
         server.stop()
     ttfts = [r[0] * 1000 for r in results]
     out_tokens = sum(r[1] for r in results)
-    row = {"server": server_kind, "policy": args.prepack_policy if server_kind != "llamacpp-http" else None,
+    # Time per output token after the first, per request (vLLM's TPOT).
+    tpots = [(r[2] - r[0]) * 1000 / (r[1] - 1) for r in results if r[1] > 1]
+    row = {"server": server_kind, "policy": policy if server_kind != "llamacpp-http" else None,
            "workload": args.workload, "streams": streams, "requests": len(prompts), "max_tokens": args.max_tokens,
            "ttft_p50_ms": round(statistics.median(ttfts), 1), "ttft_p95_ms": round(pct(ttfts, 95), 1),
+           "tpot_p50_ms": round(statistics.median(tpots), 1) if tpots else None,
            "output_tokens": out_tokens, "wall_s": round(wall, 2), "output_tok_s": round(out_tokens / wall, 1),
            "requests_s": round(len(prompts) / wall, 2), "threads": args.threads,
            "load_at_start": os.getloadavg()[0]}
@@ -236,7 +247,8 @@ def run(server_kind, args, streams, prompts, warmup):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="GGUF file both servers load")
-    ap.add_argument("--server", action="append", choices=["prepack-http", "prepack-grpc", "llamacpp-http"])
+    ap.add_argument("--server", action="append",
+                    help="prepack-http[:POLICY], prepack-grpc[:POLICY] or llamacpp-http (repeatable)")
     ap.add_argument("--streams", action="append", type=int, help="concurrent client streams (repeatable)")
     ap.add_argument("--requests", type=int, default=32, help="requests per run")
     ap.add_argument("--max-tokens", type=int, default=64)
@@ -251,6 +263,10 @@ def main():
     ap.add_argument("--json", help="append JSON lines here")
     args = ap.parse_args()
     servers = args.server or ["prepack-http"]
+    for spec in servers:
+        kind, _, policy = spec.partition(":")
+        if kind not in ("prepack-http", "prepack-grpc", "llamacpp-http") or (policy and kind == "llamacpp-http"):
+            ap.error(f"--server {spec}: expected prepack-http[:POLICY], prepack-grpc[:POLICY] or llamacpp-http")
     prompts = workload(args.workload, args.requests + 1, args.seed, args.system_words, args.question_words)
     warmup = prompts.pop()
     rows = []
@@ -263,12 +279,13 @@ def main():
             if args.json:
                 with open(args.json, "a") as f:
                     f.write(json.dumps(row) + "\n")
-    print("\n| server | policy | streams | TTFT p50 ms | TTFT p95 ms | output tok/s | req/s | prompt computed/submitted |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| server | policy | streams | TTFT p50 ms | TTFT p95 ms | TPOT p50 ms | output tokens | output tok/s | req/s "
+          "| prompt computed/submitted |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         share = (f"{r['prompt_tokens_computed']:,}/{r['prompt_tokens']:,}" if "prompt_tokens" in r else "-")
         print(f"| {r['server']} | {r['policy'] or '-'} | {r['streams']} | {r['ttft_p50_ms']} | {r['ttft_p95_ms']} | "
-              f"{r['output_tok_s']} | {r['requests_s']} | {share} |")
+              f"{r['tpot_p50_ms']} | {r['output_tokens']:,} | {r['output_tok_s']} | {r['requests_s']} | {share} |")
 
 
 if __name__ == "__main__":
