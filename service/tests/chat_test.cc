@@ -87,17 +87,6 @@ bool Contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;
 }
 
-// Runs a GenerateBatch to its end.
-grpc::Status RunBatch(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateBatchRequest& batch,
-                      std::map<uint32_t, prepack::v1::GenerateResult>* results) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(In(std::chrono::seconds(120)));
-    auto reader = stub.GenerateBatch(&ctx, batch);
-    prepack::v1::GenerateBatchResponse resp;
-    while (reader->Read(&resp)) (*results)[resp.index()] = resp.result();
-    return reader->Finish();
-}
-
 // ------------------------------------------------------------ conversion
 
 TEST(ChatBuildTest, ToolCallsBecomeOpenAiJsonWithArgumentsAsObjects) {
@@ -276,7 +265,10 @@ TEST_F(SmolChatTest, ControlTokenTextInMessagesStaysText) {
 }
 
 TEST_F(SmolChatTest, ChatEqualsGenerateOfTheRenderedPrompt) {
-    ASSERT_NO_FATAL_FAILURE(Start());
+    // fcfs: the second request would otherwise take the first one's blocks
+    // from the prefix cache and compute only its tail, on other kernels
+    // (greedy near-ties may part); this compares the two renderings.
+    ASSERT_NO_FATAL_FAILURE(Start({"--policy", "fcfs"}));
     const Conversation c =
         Conv({{"system", "You are a helpful assistant."}, {"user", "What is the capital of France?"}});
     const Rendered r = Render(*stub_, c);
@@ -350,12 +342,19 @@ TEST_F(SmolChatTest, BatchOfConversationsSharesTheSystemPromptComputedOnce) {
         const auto& r = results[static_cast<uint32_t>(i)];
         ASSERT_EQ(r.status_code(), 0) << r.status_message();
         EXPECT_EQ(r.usage().prompt_tokens(), static_cast<int>(rendered[i].size()));
-        const Generated alone = RunChat(*stub_, chats[i]);
+        prepack::v1::ChatRequest scored = chats[i];
+        scored.set_top_logprobs(2);
+        const Generated alone = RunChat(*stub_, scored);
         ASSERT_TRUE(alone.status.ok()) << alone.status.error_message();
         EXPECT_FALSE(alone.ids.empty());
-        EXPECT_EQ(Ids(r), alone.ids);
-        EXPECT_EQ(r.text(), alone.text);
-        EXPECT_EQ(r.finish_reason(), alone.finish);
+        // The batch reads the system prompt's KV, the lone request computes
+        // it: other kernels for the rest, so a near-tie may part.
+        std::string why;
+        EXPECT_TRUE(SameUpToANearTie(Ids(r), alone, 0.5f, &why)) << why;
+        if (Ids(r) == alone.ids) {
+            EXPECT_EQ(r.text(), alone.text);
+            EXPECT_EQ(r.finish_reason(), alone.finish);
+        }
     }
 }
 

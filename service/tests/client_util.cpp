@@ -5,6 +5,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -187,5 +188,36 @@ double FieldOf(const std::string& line, const std::string& key) {
 }
 
 std::chrono::system_clock::time_point In(std::chrono::milliseconds d) { return std::chrono::system_clock::now() + d; }
+
+grpc::Status RunBatch(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateBatchRequest& batch,
+                      std::map<uint32_t, prepack::v1::GenerateResult>* results) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    auto reader = stub.GenerateBatch(&ctx, batch);
+    prepack::v1::GenerateBatchResponse resp;
+    while (reader->Read(&resp)) (*results)[resp.index()] = resp.result();
+    return reader->Finish();
+}
+
+bool SameUpToANearTie(const std::vector<int32_t>& got, const Generated& alone, float gap, std::string* why) {
+    const size_t n = std::min(got.size(), alone.ids.size());
+    for (size_t i = 0; i < n; ++i) {
+        if (got[i] == alone.ids[i]) continue;
+        if (i >= alone.logprobs.size() || alone.logprobs[i].top_size() < 2) {
+            *why = "token " + std::to_string(i) + " differs and the alone run has no alternatives there";
+            return false;
+        }
+        const auto& top = alone.logprobs[i].top();
+        const bool second = top[1].token_id() == got[i];
+        const float d = top[0].logprob() - top[1].logprob();
+        if (second && d <= gap) return true;
+        *why = "token " + std::to_string(i) + ": " + std::to_string(got[i]) + " against " +
+               std::to_string(alone.ids[i]) + (second ? ", a log-prob gap of " + std::to_string(d) : ", not the runner-up");
+        return false;
+    }
+    if (got.size() == alone.ids.size()) return true;
+    *why = "lengths " + std::to_string(got.size()) + " and " + std::to_string(alone.ids.size());
+    return false;
+}
 
 }  // namespace prepackd_test

@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 #include <string>
 #include <vector>
@@ -40,6 +41,18 @@ Generated RunGenerate(prepack::v1::Prepack::Stub& stub, const prepack::v1::Gener
                       bool wait_for_ready = false);
 
 // Runs one Chat call to its end, as RunGenerate does.
+// Greedy tokens of one request computed two ways (its prompt's start read
+// from a shared prefix's KV, or all its own): equal, or equal up to a token
+// where `alone` (run with top_logprobs >= 2) had its best two candidates
+// within `gap` of each other and `got` took the other one: a near-tie that
+// the other kernels' rounding may tip (it did on an AVX2 Debug build).
+// Nothing after that token is compared.
+// Runs a GenerateBatch to its end (2 minutes at most): each result by index.
+grpc::Status RunBatch(prepack::v1::Prepack::Stub& stub, const prepack::v1::GenerateBatchRequest& batch,
+                      std::map<uint32_t, prepack::v1::GenerateResult>* results);
+
+bool SameUpToANearTie(const std::vector<int32_t>& got, const Generated& alone, float gap, std::string* why);
+
 Generated RunChat(prepack::v1::Prepack::Stub& stub, const prepack::v1::ChatRequest& request,
                   std::chrono::milliseconds timeout = std::chrono::seconds(120));
 

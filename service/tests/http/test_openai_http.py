@@ -182,7 +182,12 @@ def stories():
 def smol():
     if not os.path.exists(CHAT):
         pytest.skip(f"{CHAT} absent: run scripts/get_models.sh")
-    with server(CHAT) as s:
+    # fcfs: these tests compare answers with the CLI's and with each other
+    # token for token. A prompt whose start comes from the prefix cache
+    # computes only its tail, on the few-row kernels, and greedy near-ties
+    # may part (and did, in an AVX2 Debug build): not what these check.
+    # Prefix caching has its own tests (n, usage, metrics) on stories260K.
+    with server(CHAT, "--policy", "fcfs") as s:
         yield s
 
 
@@ -723,14 +728,7 @@ def test_chat_greedy_matches_cli_and_stream(smol):
     assert "".join(ch.choices[0].delta.content or "" for ch in chunks[:-1]) == cli
     finishes = [ch.choices[0].finish_reason for ch in chunks[:-1] if ch.choices[0].finish_reason]
     assert finishes == [r.choices[0].finish_reason]
-    assert chunks[-1].choices == []
-    u, streamed = r.usage.model_dump(), chunks[-1].usage.model_dump()
-    # The same prompt again: under the default policy (lru, prefix caching)
-    # its whole 16-token blocks, all but the last token, come from the cache.
-    assert streamed["prompt_tokens_details"]["cached_tokens"] == (u["prompt_tokens"] - 1) // 16 * 16
-    for usage in (u, streamed):
-        del usage["prompt_tokens_details"]["cached_tokens"]
-    assert streamed == u
+    assert chunks[-1].choices == [] and chunks[-1].usage.model_dump() == r.usage.model_dump()
     assert all(ch.object == "chat.completion.chunk" for ch in chunks)
 
 
