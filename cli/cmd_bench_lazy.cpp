@@ -30,6 +30,7 @@ struct BenchLazyOptions {
     int32_t       max_tokens = 0;   // one output length (instead of --output-tokens)
     std::string   revive_limits = "0,-1";
     std::string   schedule;   // empty: the model's default
+    std::string   scoring;    // empty: the default
     uint64_t      seed = 42;
     int32_t       reps = 3;
     int32_t       warmup = 1;
@@ -68,6 +69,9 @@ int Run(const BenchLazyOptions& o) {
     std::sort(outputs->begin(), outputs->end());
     absl::StatusOr<std::vector<int32_t>> limits = ParseIntList("--revive-limits", o.revive_limits, -1);
     if (!limits.ok()) return Fail(limits.status());
+    absl::StatusOr<LazyScoring> parsed_scoring = ParseLazyScoring(o.scoring);
+    if (!parsed_scoring.ok()) return Fail(parsed_scoring.status());
+    const LazyScoring scoring = *parsed_scoring;
     const int32_t longest = *std::max_element(lengths->begin(), lengths->end());
     const int32_t max_out = outputs->back();
     // Room for the longest prompt, its generation, and the aux cache (at most one hidden state per token).
@@ -107,6 +111,7 @@ int Run(const BenchLazyOptions& o) {
                 r.lazy = v.lazy;
                 r.lazy_schedule = v.schedule;
                 r.lazy_revive_limit = v.revive_limit;
+                r.lazy_scoring = scoring;
                 absl::StatusOr<GenerateResult> g = Generate(forward, r);
                 if (!g.ok()) return Fail(g.status());
                 if (timed) {
@@ -190,6 +195,7 @@ int Run(const BenchLazyOptions& o) {
                                 {"threads", NumThreads()},
                                 {"cpu_kernels", cpu::KernelChoiceSummary()},
                                 {"schedule", FormatLazySchedule(*schedule)},
+                                {"scoring", FormatLazyScoring(scoring)},
                                 {"default_revive_limit", kDefaultLazyReviveLimit},
                                 {"output_tokens", *outputs},
                                 {"worst_total_speedup_default", worst_default < 1e9 ? nlohmann::json(worst_default)
@@ -239,6 +245,7 @@ void AddBenchLazy(CLI::App& bench, int* exit_code) {
     cmd->add_option("--revive-limits", o->revive_limits,
                     "comma-separated revival bounds, one lazy variant each (0 = default, -1 = no bound)");
     cmd->add_option("--lazy-schedule", o->schedule, "LAYER:KEEP,... (default: the model's default schedule)");
+    cmd->add_option("--lazy-scoring", o->scoring, "window=W,heads=mean|max,pool=P,sinks=S,recent=R, or paper");
     cmd->add_option("--seed", o->seed, "seed of the prompt tokens");
     cmd->add_option("--reps", o->reps, "timed runs (medians reported: of TTFT, and of each token's time for totals)")->check(CLI::Range(1, 100));
     cmd->add_option("--warmup", o->warmup, "untimed runs first")->check(CLI::Range(0, 100));

@@ -20,6 +20,7 @@ struct GenerateOptions {
     std::vector<std::string> stop;
     bool                     lazy = false;
     std::string              lazy_schedule;
+    std::string              lazy_scoring;
     int32_t                  lazy_revive_limit = 0;
     bool                     parse_special = false;
 };
@@ -37,11 +38,14 @@ int Run(const GenerateOptions& o) {
 
     absl::StatusOr<Loaded> loaded = Load(o.common, /*min_kv_tokens=*/4096);
     if (!loaded.ok()) return Fail(loaded.status());
-    if (o.lazy || !o.lazy_schedule.empty()) {
+    if (o.lazy || !o.lazy_schedule.empty() || !o.lazy_scoring.empty()) {
         absl::StatusOr<LazySchedule> sch = ParseLazySchedule(o.lazy_schedule, loaded->model->config().n_layers);
         if (!sch.ok()) return Fail(sch.status());
+        absl::StatusOr<LazyScoring> scoring = ParseLazyScoring(o.lazy_scoring);
+        if (!scoring.ok()) return Fail(scoring.status());
         req.lazy = true;
         req.lazy_schedule = *sch;
+        req.lazy_scoring = *scoring;
     }
     StepRunner& forward = *loaded->runner;
     TextCallback stream;
@@ -98,6 +102,8 @@ void AddGenerate(CLI::App& app, int* exit_code) {
     cmd->add_flag("--lazy", o->lazy, "LazyLLM: prune prompt tokens the next token barely attends to");
     cmd->add_option("--lazy-schedule", o->lazy_schedule,
                     "LazyLLM schedule LAYER:KEEP,... (implies --lazy; default: full first quarter, then 50%, 30%, 15%)");
+    cmd->add_option("--lazy-scoring", o->lazy_scoring,
+                    "LazyLLM scoring window=W,heads=mean|max,pool=P,sinks=S,recent=R, or paper (implies --lazy)");
     cmd->add_option("--lazy-revive-limit", o->lazy_revive_limit,
                     "LazyLLM: pruned tokens one decode step may bring back (0 = the default, -1 = no bound)")
         ->check(CLI::Range(-1, 1 << 30));

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "core/forward/cpu_pass.h"
+#include "core/lazyllm/lazy_prune.h"
 #include "core/lazyllm/lazy_state.h"
 #include "core/model/reference.h"
 #include "kernels/cpu/bf16.h"
@@ -240,7 +241,7 @@ TEST_P(LazyAttentionDType, SparseQueriesAndAbsentKeysEqualNaive) {
 
         // The last query's head-averaged probabilities: over held keys, summing to 1.
         std::vector<float> scores(tc.q_slots.back() + 1);
-        cpu::LastQueryScores(q.data(), shape, span, kv, scores.data());
+        cpu::LastQueryScores(q.data(), shape, span, kv, {}, scores.data());
         double sum = 0;
         for (int j = 0; j <= tc.q_slots.back(); ++j) {
             if (depth[j] < layer) {
@@ -249,6 +250,87 @@ TEST_P(LazyAttentionDType, SparseQueriesAndAbsentKeysEqualNaive) {
             sum += scores[j];
         }
         EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+
+    // Scores over an observation window (the trailing queries of consecutive
+    // tokens: here 63..65 of 60..65 after a gap), heads by mean or maximum.
+    const std::vector<int32_t> slots = {20, 40, 41, 58, 60, 61, 62, 63, 64, 65};
+    std::vector<int16_t> depth(n_keys);
+    for (int j = 0; j < n_keys; ++j) depth[j] = static_cast<int16_t>(rng() % 100 < 30 ? rng() % layer : layer);
+    for (int32_t s : slots) depth[s] = layer;
+    const int nq = static_cast<int>(slots.size());
+    std::vector<float> q(size_t(nq) * n_heads * hd);
+    for (auto& x : q) x = u(rng);
+    cpu::AttentionSpan span{0, nq, 0, table.data()};
+    span.q_slots = slots.data();
+    span.key_depth = depth.data();
+    span.layer = layer;
+    for (int window : {1, 3, 8}) {
+        for (bool head_max : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "window " << window << (head_max ? ", heads' max" : ", heads' mean"));
+            std::vector<float> got(slots.back() + 1, -1.0f);
+            cpu::LastQueryScores(q.data(), shape, span, kv, {window, head_max}, got.data());
+            const int rows = std::min(window, 6);   // 60..65 are consecutive, 58 is not
+            std::vector<double> want(got.size(), 0.0);
+            for (int h = 0; h < n_heads; ++h) {
+                const int kh = h / (n_heads / n_kv);
+                std::vector<double> head(got.size(), 0.0);
+                for (int r = nq - rows; r < nq; ++r) {
+                    std::vector<double> p(got.size(), 0.0);
+                    double max = -1e300, sum = 0;
+                    for (int j = 0; j <= slots[r]; ++j) {
+                        if (depth[j] < layer) continue;
+                        double dot = 0;
+                        for (int i = 0; i < hd; ++i) {
+                            dot += double(q[(size_t(r) * n_heads + h) * hd + i]) * keys[size_t(j) * kvd + kh * hd + i];
+                        }
+                        p[j] = dot / std::sqrt(double(hd));
+                        max = std::max(max, p[j]);
+                    }
+                    for (int j = 0; j <= slots[r]; ++j) sum += depth[j] < layer ? 0.0 : (p[j] = std::exp(p[j] - max));
+                    for (int j = 0; j <= slots[r]; ++j) head[j] += depth[j] < layer ? 0.0 : p[j] / sum / rows;
+                }
+                for (size_t j = 0; j < got.size(); ++j) want[j] = head_max ? std::max(want[j], head[j]) : want[j] + head[j] / n_heads;
+            }
+            for (size_t j = 0; j < got.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5) << j;
+        }
+    }
+}
+
+TEST(LazyScoring, PoolsScoresOverNeighbours) {
+    const std::vector<float> score = {0, 5, 0, 0, 0, 0, 3, 0, 1, 0};
+    std::vector<float> out;
+    EXPECT_EQ(&PooledScores(score, 10, 0, &out), &score);
+    EXPECT_EQ(PooledScores(score, 10, 1, &out), (std::vector<float>{5, 5, 5, 0, 0, 3, 3, 3, 1, 1}));
+    EXPECT_EQ(PooledScores(score, 10, 2, &out), (std::vector<float>{5, 5, 5, 5, 3, 3, 3, 3, 3, 1}));
+    EXPECT_EQ(PooledScores(score, 8, 3, &out), (std::vector<float>{5, 5, 5, 5, 5, 3, 3, 3}));
+    // Against the naive maximum, on random scores and radii.
+    std::mt19937 rng(5);
+    for (int trial = 0; trial < 50; ++trial) {
+        std::vector<float> s(1 + rng() % 60);
+        for (auto& x : s) x = static_cast<float>(rng() % 7);
+        const int n = static_cast<int>(s.size()), radius = static_cast<int>(rng() % 6);
+        std::vector<float> want(n);
+        for (int j = 0; j < n; ++j) {
+            for (int i = std::max(0, j - radius); i <= std::min(n - 1, j + radius); ++i) want[j] = std::max(want[j], s[i]);
+        }
+        if (radius > 0) EXPECT_EQ(PooledScores(s, n, radius, &out), want);
+    }
+}
+
+TEST(LazyScoring, ParsesAndRejectsWithTheItemNamed) {
+    auto s = ParseLazyScoring("window=16,heads=max,pool=3,sinks=4,recent=32");
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(*s, (LazyScoring{16, true, 3, 4, 32}));
+    EXPECT_EQ(FormatLazyScoring(*s), "window=16,heads=max,pool=3,sinks=4,recent=32");
+    EXPECT_EQ(*ParseLazyScoring(FormatLazyScoring(*s)), *s);
+    EXPECT_EQ(*ParseLazyScoring("paper"), PaperLazyScoring());
+    EXPECT_EQ(*ParseLazyScoring(""), DefaultLazyScoring());
+    EXPECT_EQ(ParseLazyScoring("pool=2")->pool, 2);
+    for (const char* bad : {"window=0", "heads=min", "pool", "pool=-1", "pool=x", "size=3", "window=16,", "pool=99999999"}) {
+        auto r = ParseLazyScoring(bad);
+        EXPECT_FALSE(r.ok()) << bad;
+        EXPECT_NE(r.status().message().find("lazy scoring"), std::string::npos) << r.status();
     }
 }
 
@@ -325,6 +407,36 @@ TEST_F(LazyForward, WorkFollowsTheScheduleInClosedForm) {
     EXPECT_EQ(s->lazy->aux().size(), 150);
     EXPECT_EQ(s->lazy->depth(199), 5);
     EXPECT_GT(s->lazy->aux().bytes(), 0u);
+}
+
+TEST_F(LazyForward, ProtectedTokensGoAllTheWayAndThePoolKeepsNeighboursTogether) {
+    const LazySchedule sch = {{1, 0.1f}, {3, 0.05f}};
+    // Sinks and recent tokens are kept whatever their score, even past the
+    // keep fraction (8 + 16 of 200 > ceil(0.05 * 200)).
+    auto s = NewSeq(RandomTokens(200, 300, 2), &sch);
+    s->lazy->set_scoring({.window = 4, .head_max = true, .sinks = 8, .recent = 16});
+    Step({s.get()});
+    for (int j = 0; j < 200; ++j) {
+        if (j < 8 || j >= 184) EXPECT_EQ(s->lazy->depth(j), 5) << j;
+    }
+    const std::vector<double> got = s->lazy->PromptLayerFractions();
+    EXPECT_DOUBLE_EQ(got[2], 24.0 / 200);   // ceil(0.1 * 200) = 20 < 24 protected
+    EXPECT_DOUBLE_EQ(got[4], 24.0 / 200);
+    // With a pool of radius 2 and nothing protected, what survives the
+    // first pruning comes in runs: a token kept for its own score brings
+    // its neighbours' scores up to its own.
+    auto t = NewSeq(RandomTokens(200, 300, 2), &sch);
+    t->lazy->set_scoring({.pool = 2});
+    Step({t.get()});
+    int kept = 0, alone = 0;
+    for (int j = 0; j < 199; ++j) {
+        if (t->lazy->depth(j) < 2) continue;
+        ++kept;
+        const bool left = j > 0 && t->lazy->depth(j - 1) >= 2, right = t->lazy->depth(j + 1) >= 2;
+        alone += !left && !right;
+    }
+    EXPECT_EQ(kept, 19);   // ceil(0.1 * 200) - the last token
+    EXPECT_LE(alone, 1);
 }
 
 TEST_F(LazyForward, RevivedTokensResumeFromTheAuxCacheWithFullRecomputeKv) {

@@ -90,13 +90,16 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     std::optional<LazySchedule> lazy;
     if (request.lazy) {
         PP_ASSIGN_OR_RETURN(lazy, ResolveLazySchedule(request.lazy_schedule, request.lazy_keep_ratio, c.n_layers));
-    } else if (!request.lazy_schedule.empty()) {
-        return absl::InvalidArgumentError("lazy_schedule is set but lazy pruning is off");
+    } else if (!request.lazy_schedule.empty() || !request.lazy_scoring.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(request.lazy_schedule.empty() ? "lazy_scoring" : "lazy_schedule",
+                                                       " is set but lazy pruning is off"));
     }
     PP_ASSIGN_OR_RETURN(const int32_t revive_limit, ResolveReviveLimit(request.lazy_revive_limit));
+    PP_ASSIGN_OR_RETURN(const LazyScoring scoring, ParseLazyScoring(request.lazy_scoring));
     auto seq = std::make_shared<Sequence>(std::move(request), model_->tokenizer(), c.max_context);
     seq->lazy_schedule = std::move(lazy);
     seq->lazy_revive_limit = revive_limit;
+    seq->lazy_scoring = scoring;
     Request& r = seq->request;
     PP_ASSIGN_OR_RETURN(ResolvedPrompt prompt, ResolveRequestPrompt(*model_, chat_templates_, r));
     seq->tokens = std::move(prompt.ids);

@@ -35,6 +35,7 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
                                            0);
         lazy->set_n_prompt(n_prompt);
         lazy->set_revive_limit(revive_limit);
+        lazy->set_scoring(request.lazy_scoring);
         PP_RETURN_IF_ERROR(lazy->aux().Reserve(n_prompt));
     }
     const int32_t chunk = lazy ? n_prompt : kPrefillChunk;

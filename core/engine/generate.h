@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/lazyllm/lazy_schedule.h"
+#include "core/lazyllm/lazy_scoring.h"
 #include "core/request/request.h"
 #include "core/request/sampler.h"
 #include "core/step/step_runner.h"
@@ -28,6 +29,7 @@ struct GenerateRequest {
     bool                     lazy = false;         // LazyLLM pruning (the prompt is prefilled in one step)
     LazySchedule             lazy_schedule;        // empty: the model's default schedule
     int32_t                  lazy_revive_limit = 0;   // pruned tokens a step may bring back: ResolveReviveLimit
+    LazyScoring              lazy_scoring = DefaultLazyScoring();
 };
 
 struct GenerateResult {

@@ -23,7 +23,9 @@ void ForwardPass::ScoreLastQueries(const StepPlan& plan, int32_t layer) {
         if (!PruneCanChange(s, seq_rows_[k], layer)) continue;
         const int32_t horizon = row_slot_[seq_rows_[k].begin + seq_rows_[k].count - 1];
         lazy_scores_[k].resize(static_cast<size_t>(horizon) + 1);
-        cpu::LastQueryScores(qkv_.data(), shape, spans_[k], kv, lazy_scores_[k].data());
+        const LazyScoring& scoring = s.lazy->scoring();
+        cpu::LastQueryScores(qkv_.data(), shape, spans_[k], kv, {scoring.window, scoring.head_max},
+                             lazy_scores_[k].data());
     }
 }
 

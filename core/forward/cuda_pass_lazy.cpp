@@ -33,17 +33,25 @@ absl::Status CudaForwardPass::Impl::ScoreLastQueries(const StepPlan& plan, const
         const int64_t last = seq_rows[k].begin + seq_rows[k].count - 1;
         const int32_t horizon = row_slot[last];
         const int32_t table_begin = m.ints[m.at[CudaStepMeta::kTableBegin] + last];
-        jobs.push_back({static_cast<int32_t>(last), horizon, table_begin, m.depth_offset[k], total});
+        // The window's rows, as the CPU's LastQueryScores takes them:
+        // trailing rows of consecutive tokens.
+        const LazyScoring& scoring = s.lazy->scoring();
+        int32_t window = 1;
+        while (window < scoring.window && window < seq_rows[k].count && row_slot[last - window] == horizon - window) {
+            ++window;
+        }
+        jobs.push_back({static_cast<int32_t>(last), horizon, table_begin, m.depth_offset[k], total, window,
+                        scoring.head_max ? 1 : 0});
         total += horizon + 1;
     }
     PP_RETURN_IF_ERROR(ReserveDevice(score_jobs, jobs.size() * sizeof(cuda::ScoreJob)));
     PP_RETURN_IF_ERROR(score_jobs.CopyFromHost(jobs.data(), jobs.size() * sizeof(cuda::ScoreJob)));
     PP_RETURN_IF_ERROR(ReserveDevice(scores, total * sizeof(float)));
-    PP_RETURN_IF_ERROR(ReserveDevice(score_scratch, total * sizeof(float)));
+    PP_RETURN_IF_ERROR(ReserveDevice(score_scratch, 2 * total * sizeof(float)));
     const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
     cuda::LastQueryScores(qkv.data(), act, shape, score_jobs.as<cuda::ScoreJob>(), static_cast<int32_t>(jobs.size()),
                           meta.as<int32_t>() + m.at[CudaStepMeta::kTables], depth.as<int16_t>(), layer,
-                          pool.Layer(layer), scores.as<float>(), score_scratch.as<float>());
+                          pool.Layer(layer), scores.as<float>(), score_scratch.as<float>(), total);
     std::vector<float> host(total);
     PP_RETURN_IF_ERROR(scores.CopyToHost(host.data(), total * sizeof(float)));   // waits for the kernel
     size_t next = 0;

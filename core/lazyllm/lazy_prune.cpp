@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 namespace prepack {
 
@@ -35,12 +36,30 @@ bool PrunesAfter(const StepPlan& plan, const std::vector<SeqRows>& seq_rows, int
     return false;
 }
 
+const std::vector<float>& PooledScores(const std::vector<float>& score, int32_t n, int32_t radius,
+                                       std::vector<float>* out) {
+    if (radius <= 0) return score;
+    out->resize(n);
+    // A deque of indices with falling scores gives each window's maximum in O(n).
+    std::deque<int32_t> q;
+    for (int32_t j = 0, next = 0; j < n; ++j) {
+        for (; next < n && next <= j + radius; ++next) {
+            while (!q.empty() && score[q.back()] <= score[next]) q.pop_back();
+            q.push_back(next);
+        }
+        while (q.front() < j - radius) q.pop_front();
+        (*out)[j] = score[q.front()];
+    }
+    return *out;
+}
+
 PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqRows>& seq_rows,
                      const std::vector<int32_t>& row_pos, const std::vector<int32_t>& row_slot,
                      const std::vector<std::vector<float>>& scores, const char* x, size_t row_bytes) {
     PrunedRows out;
     auto row = [&](int64_t r) { return static_cast<const void*>(x + r * static_cast<int64_t>(row_bytes)); };
     std::vector<uint8_t> selected, active;
+    std::vector<float>   pooled;
     for (size_t k = 0; k < plan.seqs.size(); ++k) {
         const SeqStep& s = plan.seqs[k];
         const SeqRows rows = seq_rows[k];
@@ -56,10 +75,13 @@ PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqR
         }
         LazyState& lazy = *s.lazy;
         const float keep = KeepAfter(lazy, layer);
-        const std::vector<float>& score = scores[k];
+        const LazyScoring& scoring = lazy.scoring();
         const int32_t last = row_slot[rows.begin + rows.count - 1];
+        const std::vector<float>& score = PooledScores(scores[k], last + 1, scoring.pool, &pooled);
         // Candidates: every token this layer holds. Keep the best
-        // ceil(keep * context) of them; the last token always stays.
+        // ceil(keep * context) of them, the protected ones (the first
+        // `sinks` and last `recent` tokens) first; the last token always stays.
+        auto is_protected = [&](int32_t j) { return j < scoring.sinks || j > last - scoring.recent; };
         std::vector<int32_t> cand;
         for (int32_t j = 0; j < last; ++j) {
             if (lazy.depth(j) >= layer) cand.push_back(j);
@@ -67,9 +89,12 @@ PrunedRows PlanPrune(const StepPlan& plan, int32_t layer, const std::vector<SeqR
         const int32_t want = std::max<int32_t>(1, static_cast<int32_t>(std::ceil(keep * (last + 1)))) - 1;
         if (static_cast<int32_t>(cand.size()) > want) {
             std::nth_element(cand.begin(), cand.begin() + want, cand.end(), [&](int32_t a, int32_t b) {
+                const bool pa = is_protected(a), pb = is_protected(b);
+                if (pa != pb) return pa;
                 return score[a] > score[b] || (score[a] == score[b] && a > b);   // ties: the more recent token
             });
-            cand.resize(want);
+            // Protected tokens beyond the budget stay too.
+            cand.erase(std::partition(cand.begin() + want, cand.end(), is_protected), cand.end());
         }
         selected.assign(static_cast<size_t>(last) + 1, 0);
         for (int32_t j : cand) selected[j] = 1;

@@ -33,6 +33,11 @@ bool PruneCanChange(const SeqStep& s, SeqRows rows, int32_t layer);
 // Whether pruning can change any sequence of `plan` after `layer`.
 bool PrunesAfter(const StepPlan& plan, const std::vector<SeqRows>& seq_rows, int32_t layer);
 
+// `score` itself when `radius` is 0, else its first `n` entries each raised
+// to the largest within `radius` of it (a 1-D max pool, stride 1), in `out`.
+const std::vector<float>& PooledScores(const std::vector<float>& score, int32_t n, int32_t radius,
+                                       std::vector<float>* out);
+
 // The rows after pruning: per row its RoPE position, token index and where
 // its hidden state is now (an activation row or an aux cell, in the memory
 // the activations live in); per sequence its range.
@@ -44,7 +49,9 @@ struct PrunedRows {
 };
 
 // For each pruning sequence, keeps its best ceil(keep * context) tokens by
-// `scores` (its last token always; ties to the more recent token); rows it
+// `scores` pooled over the sequence's LazyScoring::pool, its first `sinks`
+// and last `recent` tokens whatever their score (even past that count), its
+// last token always (ties to the more recent token); rows it
 // drops are Put into its aux cache from `x` (rows of `row_bytes`), which it
 // keeps if the cache is full; selected tokens that stopped at exactly this
 // layer come back from the cache, the best-scored first, at most the

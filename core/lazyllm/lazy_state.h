@@ -13,6 +13,7 @@
 #include "core/base/status.h"
 #include "core/lazyllm/aux_cache.h"
 #include "core/lazyllm/lazy_schedule.h"
+#include "core/lazyllm/lazy_scoring.h"
 
 namespace prepack {
 
@@ -48,6 +49,9 @@ public:
     LazyState(KvBlockPool& pool, int32_t n_layers, int32_t dim, LazySchedule schedule, int32_t computed);
 
     const LazySchedule& schedule() const { return schedule_; }
+    // How tokens are scored and which are kept whatever their score.
+    const LazyScoring& scoring() const { return scoring_; }
+    void set_scoring(const LazyScoring& scoring) { scoring_ = scoring; }
     // At most this many pruned tokens come back in one step, and revival
     // spends at most kLazyReviveShare of the skipped work (negative: neither
     // bound, as in the paper). Each revived token costs its remaining layers,
@@ -102,6 +106,7 @@ public:
 private:
     int32_t              n_layers_;
     LazySchedule         schedule_;
+    LazyScoring          scoring_ = DefaultLazyScoring();
     AuxCache             aux_;
     std::vector<int16_t> depth_;
     std::vector<int64_t> prompt_work_;

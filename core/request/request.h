@@ -69,6 +69,7 @@ struct Request {
     std::string              lazy_schedule;
     float                    lazy_keep_ratio = 0.0f;   // when lazy_schedule is empty: see ResolveLazySchedule
     int32_t                  lazy_revive_limit = 0;    // pruned tokens a decode step may bring back: ResolveReviveLimit
+    std::string              lazy_scoring;             // ParseLazyScoring's text; empty = the default
 };
 
 constexpr int32_t kMaxLogprobs = 20;

@@ -69,6 +69,7 @@ bool FcfsScheduler::Admit(Sequence& s) {
         s.lazy = std::make_unique<LazyState>(pool_, c.n_layers, c.dim, *s.lazy_schedule, s.num_computed);
         s.lazy->set_n_prompt(s.n_prompt);
         s.lazy->set_revive_limit(s.lazy_revive_limit);
+        s.lazy->set_scoring(s.lazy_scoring);
     }
     const int32_t bs = pool_.block_size();
     const int64_t aux_cells = static_cast<int64_t>(s.tokens.size()) - s.num_computed;

@@ -52,6 +52,7 @@ struct Sequence {
     // LazyLLM: the request's schedule, and its state while it holds KV.
     std::optional<LazySchedule> lazy_schedule;
     int32_t                     lazy_revive_limit = -1;   // resolved (negative: no bound)
+    LazyScoring                 lazy_scoring;
     std::unique_ptr<LazyState>  lazy;
     double               prompt_work_fraction = 1.0;   // of its prefill
     std::vector<double>  prompt_layer_fractions;

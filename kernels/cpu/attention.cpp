@@ -150,11 +150,17 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
 }
 
 void LastQueryScores(const float* q, const AttentionShape& s, const AttentionSpan& span, const PagedKv& kv,
-                     float* scores) {
+                     const QueryScoring& scoring, float* scores) {
     const int hd = s.head_dim;
     const int group = s.n_heads / s.n_kv_heads;
     const int64_t n = span.Horizon(span.n_q - 1) + 1;
-    const float* qrow = q + (span.q_row + span.n_q - 1) * s.q_stride;
+    // The window's queries: the last one and those of the tokens just before
+    // it, as long as the span holds them as consecutive rows.
+    int32_t first = span.n_q - 1;
+    while (first > 0 && span.n_q - first < scoring.window && span.Horizon(first - 1) == span.Horizon(first) - 1) {
+        --first;
+    }
+    const int32_t rows = span.n_q - first;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     // One row of probabilities per head, in parallel: a decode step scores
     // at every pruning layer while aux states wait, so this runs as often
@@ -162,34 +168,47 @@ void LastQueryScores(const float* q, const AttentionShape& s, const AttentionSpa
     static thread_local std::vector<float> probs;
     probs.assign(static_cast<size_t>(n) * s.n_heads, 0.0f);
     float* const p = probs.data();   // the calling thread's buffer, shared by the team
-#pragma omp parallel for schedule(static) if (n * s.n_heads >= 4096)
+#pragma omp parallel for schedule(static) if (n * s.n_heads * rows >= 4096)
     for (int head = 0; head < s.n_heads; ++head) {
         const int kv_head = head / group;
-        const float* qv = qrow + static_cast<int64_t>(head) * hd;
         float* ph = p + static_cast<size_t>(head) * n;
-        float max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < n; ++j) {
-            if (!span.Holds(j)) continue;
-            const size_t off = static_cast<size_t>(span.blocks[j / kv.block_size]) * kv.block_size * kv.kv_dim +
-                               static_cast<size_t>(j % kv.block_size) * kv.kv_dim + kv_head * hd;
-            ph[j] = DotKey(qv, kv, off, hd) * scale;
-            max = std::max(max, ph[j]);
+        // Each query's probabilities over the keys it sees, weighted so the
+        // head's row sums to 1 / n_heads (a mean over heads is then a sum).
+        std::vector<float> logit;
+        for (int32_t i = first; i < span.n_q; ++i) {
+            const float* qv = q + (span.q_row + i) * s.q_stride + static_cast<int64_t>(head) * hd;
+            const int64_t keys = span.Horizon(i) + 1;
+            logit.assign(static_cast<size_t>(keys), 0.0f);
+            float max = -std::numeric_limits<float>::infinity();
+            for (int64_t j = 0; j < keys; ++j) {
+                if (!span.Holds(j)) continue;
+                const size_t off = static_cast<size_t>(span.blocks[j / kv.block_size]) * kv.block_size * kv.kv_dim +
+                                   static_cast<size_t>(j % kv.block_size) * kv.kv_dim + kv_head * hd;
+                logit[j] = DotKey(qv, kv, off, hd) * scale;
+                max = std::max(max, logit[j]);
+            }
+            double sum = 0.0;
+            for (int64_t j = 0; j < keys; ++j) {
+                if (!span.Holds(j)) continue;
+                logit[j] = ExpNonPositive(logit[j] - max);
+                sum += logit[j];
+            }
+            const float w = static_cast<float>(1.0 / (sum * s.n_heads * rows));
+            for (int64_t j = 0; j < keys; ++j) {
+                if (span.Holds(j)) ph[j] += logit[j] * w;
+            }
         }
-        double sum = 0.0;
-        for (int64_t j = 0; j < n; ++j) {
-            if (!span.Holds(j)) continue;
-            ph[j] = ExpNonPositive(ph[j] - max);
-            sum += ph[j];
-        }
-        const float w = static_cast<float>(1.0 / (sum * s.n_heads));
-        for (int64_t j = 0; j < n; ++j) ph[j] = span.Holds(j) ? ph[j] * w : 0.0f;
     }
-    // Head-averaged, summed in head order whatever the thread count.
+    // Head-averaged (summed in head order whatever the thread count), or the
+    // heads' maximum (each head's share scaled back to a probability).
 #pragma omp parallel for schedule(static) if (n >= 4096)
     for (int64_t j = 0; j < n; ++j) {
-        float sum = 0.0f;
-        for (int head = 0; head < s.n_heads; ++head) sum += p[static_cast<size_t>(head) * n + j];
-        scores[j] = sum;
+        float acc = 0.0f;
+        for (int head = 0; head < s.n_heads; ++head) {
+            const float v = p[static_cast<size_t>(head) * n + j];
+            acc = scoring.head_max ? std::max(acc, v * s.n_heads) : acc + v;
+        }
+        scores[j] = acc;
     }
 }
 

@@ -70,11 +70,24 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
                     const AttentionSpan* spans, int32_t n_spans, const PagedKv& kv,
                     const std::vector<SharedPrefixGroup>& shared = {});
 
-// LazyLLM scoring: the attention probabilities of the span's last query over
-// the keys it sees (those the layer holds), averaged over heads, into
-// scores[0 .. horizon] (0 for absent keys). One query row: no attention
-// matrix is formed.
+// How LazyLLM scores a sequence's keys from its last queries' attention.
+struct QueryScoring {
+    // The queries whose attention is averaged: the span's last query and
+    // those of the tokens just before it while they are consecutive rows,
+    // up to `window` in all (SnapKV's observation window; 1 is the paper's
+    // last token alone).
+    int32_t window = 1;
+    // Heads combined by their maximum instead of their mean, so a key one
+    // head alone needs (a retrieval head) scores as that head sees it.
+    bool head_max = false;
+};
+
+// LazyLLM scoring: the attention probabilities of the span's last queries
+// (`scoring.window` tokens, those in the span) over the keys each sees
+// (those the layer holds), averaged over those queries, then over heads (or
+// their maximum), into scores[0 .. horizon of the last query] (0 for absent
+// keys). A few query rows: no attention matrix is formed.
 void LastQueryScores(const float* q, const AttentionShape& shape, const AttentionSpan& span, const PagedKv& kv,
-                     float* scores);
+                     const QueryScoring& scoring, float* scores);
 
 }  // namespace prepack::cpu

@@ -61,8 +61,8 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape, con
 }
 
 void LastQueryScores(const float* q, const AttentionShape& shape, const AttentionSpan& span, const PagedKv& kv,
-                     float* scores) {
-    ActiveKernels().last_query_scores(q, shape, span, kv, scores);
+                     const QueryScoring& scoring, float* scores) {
+    ActiveKernels().last_query_scores(q, shape, span, kv, scoring, scores);
 }
 
 // Rows in parallel once there are enough to pay for waking the threads

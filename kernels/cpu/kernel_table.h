@@ -49,7 +49,7 @@ struct KernelTable {
     void (*paged_attention)(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
                             int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared);
     void (*last_query_scores)(const float* q, const AttentionShape& shape, const AttentionSpan& span,
-                              const PagedKv& kv, float* scores);
+                              const PagedKv& kv, const QueryScoring& scoring, float* scores);
     void (*f32_to_bf16_row)(const float* src, uint16_t* dst, size_t n);
     void (*bf16_to_f32_row)(const uint16_t* src, float* dst, size_t n);
 };

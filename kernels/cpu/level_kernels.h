@@ -49,7 +49,7 @@ void DecodeQuantRow(QuantType type, const uint8_t* src, float* dst, int64_t n);
 void PagedAttention(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
                     int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared);
 void LastQueryScores(const float* q, const AttentionShape& shape, const AttentionSpan& span, const PagedKv& kv,
-                     float* scores);
+                     const QueryScoring& scoring, float* scores);
 
 // bf16_rows.cpp (kernels/cpu/bf16.h)
 void F32ToBf16Row(const float* src, uint16_t* dst, size_t n);

@@ -19,15 +19,18 @@ struct ScoreJob {
     int32_t table_begin;
     int32_t depth_begin;
     int32_t out_begin;
+    int32_t window;     // rows row - window + 1 .. row, of tokens horizon - window + 1 .. horizon
+    int32_t head_max;   // heads combined by their maximum (else their mean)
 };
 
 // cpu::LastQueryScores for each of `n_jobs` jobs (a device array): the
-// attention probabilities of the row's query over the keys 0..horizon that
-// the layer holds (key_depth[depth_begin + j] >= layer), averaged over
-// heads; 0 for absent keys. `scratch` has as many floats as `scores`.
+// attention probabilities of the window rows' queries over the keys each
+// sees that the layer holds (key_depth[depth_begin + j] >= layer), averaged
+// over the rows, then over heads (or their maximum); 0 for absent keys.
+// `scores` holds `total` floats over all jobs, `scratch` twice as many.
 void LastQueryScores(const void* q, cpu::DType act, const cpu::AttentionShape& shape, const ScoreJob* jobs,
                      int32_t n_jobs, const int32_t* tables, const int16_t* key_depth, int32_t layer,
-                     const cpu::PagedKv& kv, float* scores, float* scratch);
+                     const cpu::PagedKv& kv, float* scores, float* scratch, int64_t total);
 
 // dst row r = the `row_bytes` at sources[r] (a device array of device
 // pointers): activation rows and aux-cache cells into one compact buffer.
