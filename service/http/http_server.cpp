@@ -178,6 +178,9 @@ void HttpServer::Route() {
            [this](const httplib::Request& q, httplib::Response& r) { Generate(q, r, Api::kCompletions); });
     s.Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) { Tokenize(q, r); });
     s.Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) { Detokenize(q, r); });
+    s.Get("/get_server_info", [this](const httplib::Request& q, httplib::Response& r) { ServerInfo(q, r); });
+    s.Get("/get_model_info", [this](const httplib::Request& q, httplib::Response& r) { ModelInfo(q, r); });
+    s.Get("/v1/loads", [this](const httplib::Request& q, httplib::Response& r) { Loads(q, r); });
     // A body past the limit is refused from its Content-Length, before any
     // of it is read (httplib itself would read and drop it all first), and
     // before a client waiting on "Expect: 100-continue" sends it.
@@ -222,7 +225,8 @@ httplib::Server::HandlerResponse HttpServer::OnError(const httplib::Request& req
     if (status == 404) {
         static const std::vector<std::pair<std::string, std::string>> kRoutes = {
             {"/health", "GET"}, {"/metrics", "GET"}, {"/v1/models", "GET"}, {"/v1/chat/completions", "POST"},
-            {"/v1/completions", "POST"}, {"/tokenize", "POST"}, {"/detokenize", "POST"}};
+            {"/v1/completions", "POST"}, {"/tokenize", "POST"}, {"/detokenize", "POST"},
+            {"/get_server_info", "GET"}, {"/get_model_info", "GET"}, {"/v1/loads", "GET"}};
         for (const auto& [path, method] : kRoutes) {
             if (req.path == path) {
                 status = 405;
@@ -499,6 +503,77 @@ void HttpServer::Detokenize(const httplib::Request& req, httplib::Response& res)
     Json out = Json::object();
     out["prompt"] = text;
     res.set_content(Dump(out), kJson);
+}
+
+// The worker endpoints of SGLang's HTTP server that a router in front of
+// replicas reads (smg: metadata once, when it registers a worker; the load
+// every --load-monitor-interval). Served under SGLang's older names
+// /get_server_info and /get_model_info, which SGLang still answers and smg
+// falls back to, and not /server_info: smg takes that as the mark of an
+// SGLang worker, and prepackd is not one (smg registers it as a generic
+// OpenAI-compatible worker). Only what prepackd knows is reported; fields
+// it has no counterpart for are left out, never invented.
+void HttpServer::ServerInfo(const httplib::Request& req, httplib::Response& res) {
+    if (grpc::Status s = Authorize(req); !s.ok()) return Send(res, s);
+    if (grpc::Status s = host_->CheckLoaded(); !s.ok()) return Send(res, s);
+    Json j = Json::object();
+    j["model_path"] = ToValidUtf8(options_.model);
+    j["served_model_name"] = model_id_;
+    j["context_length"] = host_->model().context_length;
+    j["max_running_requests"] = options_.max_running;   // sequences decoding at once
+    j["max_queued_requests"] = host_->max_queue();      // running or waiting before 429
+    j["tp_size"] = 1;                                   // one process, one engine
+    j["dp_size"] = 1;
+    j["is_embedding"] = false;
+    j["version"] = prepack_version();
+    res.set_content(Dump(j), kJson);
+}
+
+void HttpServer::ModelInfo(const httplib::Request& req, httplib::Response& res) {
+    if (grpc::Status s = Authorize(req); !s.ok()) return Send(res, s);
+    if (grpc::Status s = host_->CheckLoaded(); !s.ok()) return Send(res, s);
+    Json j = Json::object();
+    j["model_path"] = ToValidUtf8(options_.model);
+    j["is_generation"] = true;
+    j["model_type"] = host_->model().architecture;   // the GGUF's general.architecture
+    j["has_image_understanding"] = false;
+    j["has_audio_understanding"] = false;
+    res.set_content(Dump(j), kJson);
+}
+
+// SGLang's /v1/loads with its "core" section, one rank (the `include`
+// query is accepted and the other sections are absent): the engine's
+// running and waiting requests, the share of the KV budget requests hold,
+// the prefix cache's hit rate since start, from the same snapshot as
+// /metrics and GetStats.
+void HttpServer::Loads(const httplib::Request& req, httplib::Response& res) {
+    if (grpc::Status s = Authorize(req); !s.ok()) return Send(res, s);
+    if (grpc::Status s = host_->CheckLoaded(); !s.ok()) return Send(res, s);
+    prepack_stats st;
+    prepack_stats_init(&st);
+    if (prepack_status ps = prepack_engine_stats(host_->engine(), &st); ps != PREPACK_OK) {
+        return Send(res, ToGrpc(ps, prepack_last_error()));
+    }
+    Json load = Json::object();
+    load["dp_rank"] = 0;
+    load["num_running_reqs"] = st.requests_running;
+    load["num_waiting_reqs"] = st.requests_waiting;
+    load["num_total_reqs"] = st.requests_running + st.requests_waiting;
+    load["token_usage"] = st.kv_bytes_total > 0 ? static_cast<double>(st.kv_bytes_used) / st.kv_bytes_total : 0.0;
+    load["cache_hit_rate"] =
+        st.prefix_query_tokens > 0 ? static_cast<double>(st.prefix_hit_tokens) / st.prefix_query_tokens : 0.0;
+    load["max_running_requests"] = options_.max_running;
+    char when[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    Json j = Json::object();
+    j["timestamp"] = when;
+    j["version"] = prepack_version();
+    j["dp_rank_count"] = 1;
+    j["loads"] = Json::array({std::move(load)});
+    res.set_content(Dump(j), kJson);
 }
 
 }  // namespace prepackd::http

@@ -10,6 +10,9 @@
 //   GET  /health                200 serving, 503 loading or draining (no auth)
 //   GET  /metrics               Prometheus text (metrics.h); the token when auth is on
 //   POST /tokenize, POST /detokenize   (vLLM's shapes, see openai_request.h)
+//   GET  /v1/loads              the engine's load in SGLang's schema (a router's poll)
+//   GET  /get_server_info, GET /get_model_info   SGLang's worker metadata, for routers
+//                               (smg): the model, its context, the scheduler's limits
 //
 // Each connection has its own thread (http_transport.h); a generation runs
 // on it from parsing to the last event, streamed as server-sent events
@@ -54,6 +57,11 @@ private:
     void Generate(const httplib::Request& req, httplib::Response& res, Api api);
     void Tokenize(const httplib::Request& req, httplib::Response& res);
     void Detokenize(const httplib::Request& req, httplib::Response& res);
+    // What a router in front of replicas asks a worker (SGLang's worker
+    // contract, as smg reads it): server and model metadata, and the load.
+    void ServerInfo(const httplib::Request& req, httplib::Response& res);
+    void ModelInfo(const httplib::Request& req, httplib::Response& res);
+    void Loads(const httplib::Request& req, httplib::Response& res);
     // The error handler: unmatched routes, bodies too large, requests
     // httplib cannot parse, all in OpenAI's envelope.
     httplib::Server::HandlerResponse OnError(const httplib::Request& req, httplib::Response& res);

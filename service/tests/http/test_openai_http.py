@@ -262,6 +262,63 @@ def test_health_models(stories):
     expect_error(e, 404, code="model_not_found")
 
 
+def get_json(s, path):
+    st, headers, body = s.raw("GET", path)
+    assert st == 200, body
+    assert headers["content-type"] == "application/json"
+    return json.loads(body)
+
+
+@need_stories
+def test_router_worker_endpoints(stories):
+    # What SGLang's router (smg) reads from a worker: metadata under SGLang's
+    # older names (not /server_info, by which smg would take prepackd for
+    # SGLang) and the load in SGLang's /v1/loads schema, from the engine.
+    info = get_json(stories, "/get_server_info")
+    assert info == {"model_path": STORIES, "served_model_name": STORIES_ID, "context_length": 512,
+                    "max_running_requests": 64, "max_queued_requests": 256, "tp_size": 1, "dp_size": 1,
+                    "is_embedding": False, "version": info["version"]}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", info["version"])
+    assert get_json(stories, "/v1/models")["data"][0]["max_model_len"] == info["context_length"]
+    assert get_json(stories, "/get_model_info") == {
+        "model_path": STORIES, "is_generation": True, "model_type": "llama",
+        "has_image_understanding": False, "has_audio_understanding": False}
+    for path in ["/server_info", "/model_info"]:
+        expect_error(stories.raw("GET", path), 404)
+    for path in ["/get_server_info", "/get_model_info", "/v1/loads"]:
+        st, headers, _ = stories.raw("POST", path, b"{}", {"Content-Type": "application/json"})
+        assert st == 405 and headers["allow"] == "GET", path
+
+    def load():
+        j = get_json(stories, "/v1/loads?include=core,disagg,queues,memory")
+        assert set(j) == {"timestamp", "version", "dp_rank_count", "loads"} and j["dp_rank_count"] == 1
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", j["timestamp"]) and j["version"] == info["version"]
+        (rank,) = j["loads"]
+        assert rank["dp_rank"] == 0 and rank["max_running_requests"] == 64
+        assert rank["num_total_reqs"] == rank["num_running_reqs"] + rank["num_waiting_reqs"]
+        return rank
+
+    assert stories.wait_idle(10000) is not None
+    idle = load()
+    assert idle["num_running_reqs"] == idle["num_waiting_reqs"] == 0 and idle["token_usage"] == 0
+    # A stream under way: one request running, holding KV.
+    stream = stories.client().completions.create(model=STORIES_ID, prompt="Once upon a time", max_tokens=400,
+                                                 temperature=0, stream=True, extra_body={"ignore_eos": True})
+    next(iter(stream))
+    busy = load()
+    stream.close()
+    assert busy["num_running_reqs"] == 1 and busy["num_waiting_reqs"] == 0
+    assert 0 < busy["token_usage"] <= 1
+    # The prefix cache's hit rate since start, as GetStats counts it.
+    prompt = " ".join(["Once upon a time there was a little girl named Lily who loved to play outside."] * 3)
+    for _ in range(2):
+        stories.client().completions.create(model=STORIES_ID, prompt=prompt, max_tokens=2, temperature=0)
+    assert stories.wait_idle(10000) is not None
+    st, rank = stories.stats(), load()
+    assert int(st["prefix_hit_tokens"]) > 0
+    assert rank["cache_hit_rate"] == pytest.approx(int(st["prefix_hit_tokens"]) / int(st["prefix_query_tokens"]))
+
+
 @need_stories
 def test_completion_greedy_matches_cli_and_stream(stories):
     prompt = "Once upon a time"
@@ -647,6 +704,9 @@ def test_auth():
             r = s.client(api_key="s3cret").completions.create(model=STORIES_ID, prompt="x", max_tokens=2)
             assert r.usage.completion_tokens == 2
             expect_error(s.raw("POST", "/tokenize", {"prompt": "x"}), 401)
+            for path in ["/get_server_info", "/get_model_info", "/v1/loads"]:   # a router sends the token
+                expect_error(s.raw("GET", path), 401)
+                assert s.raw("GET", path, headers={"Authorization": "Bearer s3cret"})[0] == 200
             assert "UNAUTHENTICATED" in s.stats()["finished_by_status"]   # counted like gRPC's refusals
     finally:
         os.unlink(f.name)
@@ -665,6 +725,8 @@ def test_loading_is_503():
                 s.client().completions.create(model="model", prompt="x")
             expect_error(e, 503)
             expect_error(s.raw("GET", "/v1/models"), 503)
+            for path in ["/get_server_info", "/get_model_info", "/v1/loads"]:
+                expect_error(s.raw("GET", path), 503)
     finally:
         shutil.rmtree(d)
 

@@ -1,14 +1,20 @@
-"""A shared-prefix workload sent over gRPC, and the replicas' own counters.
+"""A shared-prefix workload sent over gRPC or HTTP, and the replicas' own
+counters.
 
-The client is a plain Python gRPC client (stubs generated from proto/ by
+The gRPC client is a plain Python gRPC client (stubs generated from proto/ by
 grpcio-tools at run time) that sets x-prepack-prefix-key by the documented
 rule (prefix_key.py), as any client of the rule would; it reads which
-replica answered from Envoy's x-prepack-upstream response header.
+replica answered from Envoy's x-prepack-upstream response header. The HTTP
+client sends the same prompts as OpenAI completions (http.client, no key:
+a router such as smg reads the prompt itself) and reads which replica
+answered from smg's x-smg-routed-worker-id response header.
 """
 import atexit
 import collections
 import concurrent.futures
+import http.client
 import importlib
+import json
 import os
 import random
 import shutil
@@ -172,3 +178,77 @@ def probe(addr, n=200):
                 raise RuntimeError("probe %d failed: %s" % (i, errors))
             where[prefix_key.text_key(text)] = upstream
     return where
+
+
+# ------------------------------------------------------------ over HTTP
+
+# What the HTTP client retries: the router (or replica) answered that it
+# cannot serve the request now (every retry of the router's spent, a
+# replica draining or gone) or the connection broke. A completion is safe
+# to run again.
+_HTTP_RETRY = (429, 500, 502, 503, 504)
+
+
+def model_id(http_addr):
+    """The id a replica serves its model under (GET /v1/models)."""
+    c = http.client.HTTPConnection(*http_addr.rsplit(":", 1), timeout=10)
+    try:
+        c.request("GET", "/v1/models")
+        return json.loads(c.getresponse().read())["data"][0]["id"]
+    finally:
+        c.close()
+
+
+def complete_http(conns, addr, model, text, max_tokens=4, tries=5):
+    """One greedy POST /v1/completions on this thread's keep-alive
+    connection to addr (conns: a threading.local); (ok, HTTP status or
+    None, upstream, tries used, errors of the failed tries)."""
+    body = json.dumps({"model": model, "prompt": text, "max_tokens": max_tokens, "temperature": 0})
+    status, errors = None, []
+    for attempt in range(1, tries + 1):
+        c = getattr(conns, "c", None)
+        if c is None:
+            c = conns.c = http.client.HTTPConnection(*addr.rsplit(":", 1), timeout=60)
+        try:
+            c.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            status, payload = r.status, r.read()
+            if status == 200:
+                choice = json.loads(payload)["choices"][0]
+                return choice["finish_reason"] is not None, status, r.getheader("x-smg-routed-worker-id"), \
+                    attempt, errors
+            errors.append("HTTP %d: %s" % (status, payload[:300].decode(errors="replace")))
+            if status not in _HTTP_RETRY:
+                break
+        except (OSError, http.client.HTTPException) as e:
+            status = None
+            errors.append("%s: %s" % (type(e).__name__, e))
+            c.close()
+            conns.c = None
+        time.sleep(0.1 * attempt)
+    return False, status, None, attempt, errors
+
+
+def run_http(addr, model, requests, concurrency=8, after=None):
+    """workload.run over HTTP: (prefix, text) requests as completions
+    through addr ("host:port" of a router or a replica), `concurrency` in
+    flight; after=(n, fn) calls fn() once n requests have finished. Returns
+    one Result per request (code: the last HTTP status, None for a broken
+    connection; upstream: the worker URL smg names, None straight to a
+    replica)."""
+    done = [0]
+    lock = threading.Lock()
+    conns = threading.local()
+
+    def one(item):
+        p, text = item
+        ok, code, upstream, tries, errors = complete_http(conns, addr, model, text)
+        with lock:
+            done[0] += 1
+            fire = after is not None and done[0] == after[0]
+        if fire:
+            after[1]()
+        return Result(p, prefix_key.text_key(text), ok, code, upstream, tries, errors)
+
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        return list(pool.map(one, requests))
