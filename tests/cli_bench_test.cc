@@ -177,7 +177,8 @@ TEST(BenchForwardCli, KvDTypeFollowsTheWeightsUnlessNamed) {
 TEST(BenchLazyCli, JsonHasTheContractKeys) {
     int code = 0;
     const std::string out = testing::RunCli(
-        "bench lazy --model synthetic:tiny --prompt-tokens 64,96 --max-tokens 2 --reps 1 --warmup 0 --threads 1 --json",
+        "bench lazy --model synthetic:tiny --prompt-tokens 64,96 --max-tokens 2 --reps 1 --warmup 0 --threads 1 "
+        "--lazy-scoring paper --json",
         &code);
     ASSERT_EQ(code, 0) << out;
     const auto j = nlohmann::json::parse(out);
@@ -186,10 +187,13 @@ TEST(BenchLazyCli, JsonHasTheContractKeys) {
         for (const char* key : {"prompt_tokens", "ttft_ms_full", "ttft_ms_lazy", "ttft_speedup", "work_fraction"}) {
             ASSERT_TRUE(r.contains(key)) << key;
         }
-        // 6 layers under the default schedule 1:0.5,2:0.3,4:0.15: (2 + 0.5 + 2 * 0.3 + 0.15) / 6, give or take rounding.
+        // 6 layers under the default schedule 1:0.5,2:0.3,4:0.15: (2 + 0.5 + 2 * 0.3 + 0.15) / 6, give or take
+        // rounding, when nothing is kept by position (the paper's rule: the default keeps the first 4 and
+        // last 32 tokens whatever the keep fractions, most of these short prompts).
         EXPECT_NEAR(r["work_fraction"].get<double>(), 3.25 / 6.0, 0.02);
     }
     EXPECT_EQ(j["schedule"], "1:0.5,2:0.3,4:0.15");
+    EXPECT_EQ(j["scoring"], "window=1,heads=mean,pool=0,sinks=0,recent=0");
     // One lazy variant per revival bound asked for (here the default and none).
     for (const auto& r : j["results"]) {
         ASSERT_EQ(r["lazy"].size(), 2u);

@@ -66,7 +66,7 @@ TEST(EvalLazyTasksCli, KeepEverythingAnswersAsUnpruned) {
                                               &code);
     ASSERT_EQ(code, 0) << table;
     EXPECT_NE(table.find("unpruned: "), std::string::npos) << table;
-    EXPECT_NE(table.find("setting 1:1.0: schedule 1:1, scoring window=1,heads=mean,pool=0,sinks=0,recent=0, "
+    EXPECT_NE(table.find("setting 1:1.0: schedule 1:1, scoring window=32,heads=mean,pool=3,sinks=4,recent=32, "
                          "revival bound"),
               std::string::npos)
         << table;

@@ -1,10 +1,11 @@
 // How LazyLLM decides which tokens a step keeps, beyond the schedule's keep
 // fractions: whose attention scores the tokens, how the heads combine, and
 // which tokens are kept whatever their score. The paper's rule is the last
-// token's attention averaged over heads, nothing protected (all defaults
-// off below); on trained weights that rule drops what a question needs
-// (issue 39), so the engine's default is chosen by the long-context
-// evaluation (`prepack eval lazy --tasks`, docs/benchmarks.md "LazyLLM").
+// token's attention averaged over heads, nothing protected (the member
+// defaults below); on trained weights that rule drops what a question
+// needs (issue 39), so the engine's default (DefaultLazyScoring) was chosen
+// by the long-context evaluation (`prepack eval lazy --tasks`,
+// docs/benchmarks.md "LazyLLM on a real model").
 #pragma once
 
 #include <cstdint>
