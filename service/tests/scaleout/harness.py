@@ -59,6 +59,17 @@ def _popen(cmd, **kw):
     return subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kw)
 
 
+def _terminate(proc):
+    """SIGTERM, SIGKILL after 5 s; reaped either way (the proxies)."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def _wait(what, cond, timeout):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -171,13 +182,7 @@ class Envoy:
 
     def stop(self):
         # SIGTERM first: Envoy then flushes its access log to the file.
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        _terminate(self.proc)
 
 
 def _free_port():
@@ -244,10 +249,4 @@ class Smg:
         return total
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        _terminate(self.proc)

@@ -112,23 +112,30 @@ def run(addr, requests, concurrency=8, after=None):
     flight; after=(n, fn) calls fn() once n requests have finished (the
     replica-stop tests). Returns one Result per request."""
     _, pb2_grpc = stubs()
-    done = [0]
-    lock = threading.Lock()
     with grpc.insecure_channel(addr) as ch:
         stub = pb2_grpc.PrepackStub(ch)
+        return _send_all(lambda text: generate(stub, text), requests, concurrency, after)
 
-        def one(item):
-            p, text = item
-            ok, code, upstream, tries, errors = generate(stub, text)
-            with lock:
-                done[0] += 1
-                fire = after is not None and done[0] == after[0]
-            if fire:
-                after[1]()
-            return Result(p, prefix_key.text_key(text), ok, code, upstream, tries, errors)
 
-        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-            return list(pool.map(one, requests))
+def _send_all(send, requests, concurrency, after):
+    """The request loop of run and run_http: send(text) -> (ok, code,
+    upstream, tries, errors) for each (prefix, text), `concurrency` in
+    flight, after=(n, fn) fired once n have finished."""
+    done = [0]
+    lock = threading.Lock()
+
+    def one(item):
+        p, text = item
+        ok, code, upstream, tries, errors = send(text)
+        with lock:
+            done[0] += 1
+            fire = after is not None and done[0] == after[0]
+        if fire:
+            after[1]()
+        return Result(p, prefix_key.text_key(text), ok, code, upstream, tries, errors)
+
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        return list(pool.map(one, requests))
 
 
 def stats(addr):
@@ -236,19 +243,5 @@ def run_http(addr, model, requests, concurrency=8, after=None):
     one Result per request (code: the last HTTP status, None for a broken
     connection; upstream: the worker URL smg names, None straight to a
     replica)."""
-    done = [0]
-    lock = threading.Lock()
     conns = threading.local()
-
-    def one(item):
-        p, text = item
-        ok, code, upstream, tries, errors = complete_http(conns, addr, model, text)
-        with lock:
-            done[0] += 1
-            fire = after is not None and done[0] == after[0]
-        if fire:
-            after[1]()
-        return Result(p, prefix_key.text_key(text), ok, code, upstream, tries, errors)
-
-    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-        return list(pool.map(one, requests))
+    return _send_all(lambda text: complete_http(conns, addr, model, text), requests, concurrency, after)
