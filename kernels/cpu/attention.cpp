@@ -174,7 +174,9 @@ void LastQueryScores(const float* q, const AttentionShape& s, const AttentionSpa
         float* ph = p + static_cast<size_t>(head) * n;
         // Each query's probabilities over the keys it sees, weighted so the
         // head's row sums to 1 / n_heads (a mean over heads is then a sum).
-        std::vector<float> logit;
+        // Per thread and kept between calls: decode steps score at every
+        // pruning layer and should not allocate each time.
+        static thread_local std::vector<float> logit;
         for (int32_t i = first; i < span.n_q; ++i) {
             const float* qv = q + (span.q_row + i) * s.q_stride + static_cast<int64_t>(head) * hd;
             const int64_t keys = span.Horizon(i) + 1;
