@@ -89,14 +89,13 @@ struct Table {
     const cpu::KernelTable* kernels;
 };
 
-// The kernel tables this CPU can run, lowest level first.
+// The kernel tables this CPU can run and this build has (CMake's
+// PREPACK_CPU_LEVELS), lowest level first.
 std::vector<Table> RunnableTables() {
-    std::vector<Table> out = {{cpu::CpuLevel::kBaseline, &cpu::isa_baseline::Kernels()}};
-#if defined(__x86_64__)
-    const cpu::CpuLevel best = cpu::DetectedCpuLevel();
-    if (best >= cpu::CpuLevel::kAvx2) out.push_back({cpu::CpuLevel::kAvx2, &cpu::isa_avx2::Kernels()});
-    if (best >= cpu::CpuLevel::kAvx512) out.push_back({cpu::CpuLevel::kAvx512, &cpu::isa_avx512::Kernels()});
-#endif
+    std::vector<Table> out;
+    for (cpu::CpuLevel l : {cpu::CpuLevel::kBaseline, cpu::CpuLevel::kAvx2, cpu::CpuLevel::kAvx512}) {
+        if (l <= cpu::DetectedCpuLevel() && cpu::CpuLevelBuilt(l)) out.push_back({l, &cpu::KernelsFor(l)});
+    }
     return out;
 }
 
@@ -136,9 +135,12 @@ absl::StatusOr<Plan> ParsePlan(const BenchKernelsOptions& o) {
             return level && t.level == std::min(*level, cpu::CpuLevel::kAvx512);
         });
         if (it == plan.tables.end()) {
+            std::string here;   // the build may lack some of the CPU's levels
+            for (const Table& t : plan.tables) absl::StrAppend(&here, here.empty() ? "" : ", ", cpu::CpuLevelName(t.level));
             return absl::InvalidArgumentError(absl::StrCat("--levels: '", name, "' is not a level this CPU runs (",
                                                            cpu::CpuLevelNames(), "; this CPU: up to ",
-                                                           cpu::CpuLevelName(cpu::DetectedCpuLevel()), ")"));
+                                                           cpu::CpuLevelName(cpu::DetectedCpuLevel()),
+                                                           "; built and runnable here: ", here, ")"));
         }
         chosen.push_back(*it);
     }

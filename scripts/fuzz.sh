@@ -20,8 +20,10 @@ JOBS=${JOBS:-2}
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
 # -Wno-pass-failed: instrumentation stops some `omp simd` loops from vectorizing (clang warns).
 # -g1: line tables, all a crash report prints (scripts/sanitize.sh says why).
+# PREPACK_CPU_LEVELS=native: the kernels of the baseline and this machine's
+# level only, the ones the fuzzers run here (CI time; scripts/sanitize.sh).
 SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wno-pass-failed"
-CC=clang CXX=clang++ cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Debug -DPREPACK_CUDA=OFF \
+CC=clang CXX=clang++ cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Debug -DPREPACK_CUDA=OFF -DPREPACK_CPU_LEVELS=native \
   -DPREPACK_FUZZ=ON -DPREPACK_BUILD_TESTS=OFF -DPREPACK_BUILD_SERVICE=ON -DPREPACK_BUILD_BINDINGS=OFF \
   -DCMAKE_C_FLAGS="$SAN -O1 -g1" -DCMAKE_CXX_FLAGS="$SAN -O1 -g1" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null

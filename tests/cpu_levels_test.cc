@@ -62,8 +62,9 @@ Run Greedy(const Model& model, int n_prompt, int n_decode) {
 // `decode_tolerance`: for the steps after the prompt, when they differ from
 // `tolerance` (quantized weights, below).
 // `first`: the level the others are compared with (the lowest that runs the
-// arithmetic under test); `prompt_only`: only the prompt's logits are
-// compared, not the tokens nor the steps after.
+// arithmetic under test; the next built one when the build lacks it);
+// `prompt_only`: only the prompt's logits are compared, not the tokens nor
+// the steps after.
 void ExpectEveryLevelAgrees(const Model& model, const char* what, double tolerance, double decode_tolerance = -1,
                             CpuLevel first = CpuLevel::kBaseline, bool prompt_only = false) {
     std::vector<CpuLevel> levels = testing::CpuLevelsHere();
@@ -72,6 +73,7 @@ void ExpectEveryLevelAgrees(const Model& model, const char* what, double toleran
         std::printf("%s: one level here from %s, nothing to compare\n", what, cpu::CpuLevelName(first));
         return;
     }
+    first = levels.front();
     ASSERT_TRUE(cpu::ForceCpuLevel(first));
     ASSERT_EQ(cpu::ActiveKernels().level, first == CpuLevel::kAvx512Bf16 ? CpuLevel::kAvx512 : first);
     const Run base = Greedy(model, 40, 12);
@@ -95,10 +97,18 @@ void ExpectEveryLevelAgrees(const Model& model, const char* what, double toleran
     std::printf("\n");
 }
 
+// Nor one the build did not compile (PREPACK_CPU_LEVELS); the baseline always is.
 TEST(CpuLevels, NoLevelAboveTheCpuCanBeForced) {
     const int detected = static_cast<int>(cpu::DetectedCpuLevel());
+    EXPECT_TRUE(cpu::CpuLevelBuilt(CpuLevel::kBaseline));
+    EXPECT_EQ(cpu::CpuLevelBuilt(CpuLevel::kAvx512Bf16), cpu::CpuLevelBuilt(CpuLevel::kAvx512)) << "one table";
     for (int l = 0; l <= 3; ++l) {
-        EXPECT_EQ(cpu::ForceCpuLevel(static_cast<CpuLevel>(l)), l <= detected) << cpu::CpuLevelName(static_cast<CpuLevel>(l));
+        const CpuLevel level = static_cast<CpuLevel>(l);
+        if (!cpu::CpuLevelBuilt(level)) std::printf("CPU level %s is not compiled in this build\n", cpu::CpuLevelName(level));
+        EXPECT_EQ(cpu::ForceCpuLevel(level), l <= detected && cpu::CpuLevelBuilt(level)) << cpu::CpuLevelName(level);
+        if (cpu::CpuLevelBuilt(level)) {
+            EXPECT_EQ(cpu::KernelsFor(level).level, std::min(level, CpuLevel::kAvx512)) << cpu::CpuLevelName(level);
+        }
     }
     cpu::ForceCpuLevel(cpu::DetectedCpuLevel());
     EXPECT_EQ(cpu::ParseCpuLevel("avx512-bf16"), CpuLevel::kAvx512Bf16);

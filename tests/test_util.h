@@ -40,13 +40,24 @@ inline std::string ChatModelPath() {
 }
 
 // Every CPU level up to the one this CPU has, lowest first (avx512-bf16
-// shares avx512's kernel table but has its own Q8_0 kernel, AVX-512 VNNI).
+// shares avx512's kernel table but has its own Q8_0 kernel, AVX-512 VNNI),
+// less those the build did not compile (PREPACK_CPU_LEVELS: the sanitizer
+// and fuzz trees have the baseline and this machine's level only): those
+// are skipped, and said so.
 inline std::vector<cpu::CpuLevel> CpuLevelsHere() {
+    static bool told = false;   // once per process: some tests ask once per case
     std::vector<cpu::CpuLevel> levels;
     for (cpu::CpuLevel l : {cpu::CpuLevel::kBaseline, cpu::CpuLevel::kAvx2, cpu::CpuLevel::kAvx512,
                             cpu::CpuLevel::kAvx512Bf16}) {
-        if (static_cast<int>(l) <= static_cast<int>(cpu::DetectedCpuLevel())) levels.push_back(l);
+        if (static_cast<int>(l) > static_cast<int>(cpu::DetectedCpuLevel())) continue;
+        if (cpu::CpuLevelBuilt(l)) {
+            levels.push_back(l);
+        } else if (!told) {
+            std::printf("skipping CPU level %s: not compiled in this build (PREPACK_CPU_LEVELS)\n",
+                        cpu::CpuLevelName(l));
+        }
     }
+    told = true;
     return levels;
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/cpu/cpu_level.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <atomic>
@@ -10,10 +11,21 @@
 #include <cpuid.h>
 #endif
 
+// Bit n set: the kernels of level n are compiled in (kernels/CMakeLists.txt,
+// PREPACK_CPU_LEVELS).
+#if !defined(PREPACK_BUILT_ISA_LEVELS)
+#error "kernels/CMakeLists.txt defines PREPACK_BUILT_ISA_LEVELS"
+#endif
+
 namespace prepack::cpu {
 namespace {
 
 constexpr const char* kNames[] = {"baseline", "avx2", "avx512", "avx512-bf16"};
+#if defined(__x86_64__)
+constexpr int kAllLevelsBuilt = 0b111;
+#else
+constexpr int kAllLevelsBuilt = 0b001;
+#endif
 
 #if defined(__x86_64__)
 bool Bit(unsigned reg, int bit) { return (reg >> bit) & 1u; }
@@ -59,6 +71,23 @@ dnnl_cpu_isa_t OneDnnCap(CpuLevel level) {
     return dnnl_cpu_isa_all;
 }
 
+// The best level at or below `level` whose kernels this build has (the
+// baseline always).
+CpuLevel BuiltAtMost(CpuLevel level) {
+    int l = static_cast<int>(level);
+    while (l > 0 && !CpuLevelBuilt(static_cast<CpuLevel>(l))) --l;
+    return static_cast<CpuLevel>(l);
+}
+
+// "baseline, avx2": the levels compiled, for messages.
+std::string BuiltLevelNames() {
+    std::string s;
+    for (int l = 0; l <= static_cast<int>(CpuLevel::kAvx512); ++l) {
+        if ((PREPACK_BUILT_ISA_LEVELS >> l) & 1) s += (s.empty() ? "" : ", ") + std::string(kNames[l]);
+    }
+    return s;
+}
+
 struct Choice {
     CpuLevel detected;
     CpuLevel active;
@@ -68,24 +97,29 @@ struct Choice {
 // PREPACK_CPU read and oneDNN capped exactly once, before any kernel runs.
 const Choice& TheChoice() {
     static const Choice choice = [] {
-        Choice c{DetectedCpuLevel(), DetectedCpuLevel(), ""};
+        Choice c{DetectedCpuLevel(), BuiltAtMost(DetectedCpuLevel()), ""};
         const char* env = std::getenv("PREPACK_CPU");
         if (env == nullptr || *env == '\0') return c;
         c.requested = env;
         const std::optional<CpuLevel> asked = ParseCpuLevel(env);
         if (!asked) {
             std::fprintf(stderr, "prepack: PREPACK_CPU=%s is not one of %s; using %s\n", env, CpuLevelNames(),
-                         CpuLevelName(c.detected));
+                         CpuLevelName(c.active));
             return c;
         }
         if (static_cast<int>(*asked) > static_cast<int>(c.detected)) {
             std::fprintf(stderr, "prepack: PREPACK_CPU=%s is more than this CPU has (%s); using %s\n", env,
-                         CpuLevelName(c.detected), CpuLevelName(c.detected));
+                         CpuLevelName(c.detected), CpuLevelName(c.active));
             return c;
         }
-        c.active = *asked;
-        // Fails only when oneDNN has already generated code: then it keeps its own choice.
-        dnnl_set_max_cpu_isa(OneDnnCap(c.active));
+        c.active = BuiltAtMost(*asked);
+        if (c.active != *asked) {
+            std::fprintf(stderr, "prepack: PREPACK_CPU=%s is not a level this build compiled (%s); using %s\n", env,
+                         BuiltLevelNames().c_str(), CpuLevelName(c.active));
+        }
+        // oneDNN has every level, so it takes the request as asked. Fails only
+        // when oneDNN has already generated code: then it keeps its own choice.
+        dnnl_set_max_cpu_isa(OneDnnCap(*asked));
         return c;
     }();
     return choice;
@@ -104,6 +138,12 @@ std::optional<CpuLevel> ParseCpuLevel(std::string_view name) {
 
 const char* CpuLevelNames() { return "baseline, avx2, avx512, avx512-bf16"; }
 
+bool CpuLevelBuilt(CpuLevel level) {
+    // avx512-bf16 runs avx512's table (dispatch.cpp).
+    const int table = std::min(static_cast<int>(level), static_cast<int>(CpuLevel::kAvx512));
+    return ((PREPACK_BUILT_ISA_LEVELS >> table) & 1) != 0;
+}
+
 CpuLevel DetectedCpuLevel() {
     static const CpuLevel detected = Detect();
     return detected;
@@ -118,7 +158,7 @@ CpuLevel ActiveCpuLevel() {
 }
 
 bool ForceCpuLevel(CpuLevel level) {
-    if (static_cast<int>(level) > static_cast<int>(DetectedCpuLevel())) return false;
+    if (static_cast<int>(level) > static_cast<int>(DetectedCpuLevel()) || !CpuLevelBuilt(level)) return false;
     forced_level.store(static_cast<int>(level));
     return true;
 }
@@ -146,6 +186,7 @@ std::string KernelChoiceSummary() {
     s += " (CPU has ";
     s += CpuLevelName(c.detected);
     s += c.requested.empty() ? "; PREPACK_CPU unset" : "; PREPACK_CPU=" + c.requested;
+    if (PREPACK_BUILT_ISA_LEVELS != kAllLevelsBuilt) s += "; kernels built: " + BuiltLevelNames();
     s += "; oneDNN " + OneDnnIsaName() + ")";
     return s;
 }

@@ -28,16 +28,23 @@ const char* CpuLevelNames();
 // The best level this CPU and OS support (CPUID and XGETBV, read once).
 CpuLevel DetectedCpuLevel();
 
+// Whether this build compiled the kernels of `level` (CMake's
+// PREPACK_CPU_LEVELS: the sanitizer and fuzz trees compile only the baseline
+// and their machine's level). The baseline always is; avx512-bf16 is when
+// avx512 is (it shares that table).
+bool CpuLevelBuilt(CpuLevel level);
+
 // The level the kernels use: the detected one, capped by the environment
-// variable PREPACK_CPU when it is set. Decided once, at the first kernel
-// call; with PREPACK_CPU set, oneDNN's ISA is capped the same way (before it
-// generates any code). An unknown value or one above the detected level is
-// reported on stderr once and the nearest valid choice is used.
+// variable PREPACK_CPU when it is set, then lowered to the best level this
+// build compiled. Decided once, at the first kernel call; with PREPACK_CPU
+// set, oneDNN's ISA is capped at the requested level (before it generates
+// any code). An unknown value, one above the detected level or one this
+// build lacks is reported on stderr once and the nearest valid choice is used.
 CpuLevel ActiveCpuLevel();
 
 // Tests compare the kernels of every level in one process: forces the level
 // of the kernel table (not oneDNN's). False, and nothing changed, when the
-// CPU lacks `level`.
+// CPU lacks `level` or the build did not compile it.
 bool ForceCpuLevel(CpuLevel level);
 
 // For `prepack inspect` / `bench`: e.g. "avx2 (CPU has avx2; PREPACK_CPU

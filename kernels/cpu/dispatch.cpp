@@ -7,27 +7,30 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/quant_acts.h"
 
-namespace prepack::cpu {
-namespace {
+// Bit n set: level n's tables are compiled in (kernels/CMakeLists.txt,
+// PREPACK_CPU_LEVELS); only those are referenced, or the link would fail.
+#if !defined(PREPACK_BUILT_ISA_LEVELS)
+#error "kernels/CMakeLists.txt defines PREPACK_BUILT_ISA_LEVELS"
+#endif
 
-const KernelTable& TableFor(CpuLevel level) {
-#if defined(__x86_64__)
-    switch (level) {
-        case CpuLevel::kAvx512Bf16:
-        case CpuLevel::kAvx512: return isa_avx512::Kernels();
-        case CpuLevel::kAvx2: return isa_avx2::Kernels();
-        case CpuLevel::kBaseline: break;
-    }
+namespace prepack::cpu {
+
+// ActiveCpuLevel() and ForceCpuLevel() only ever choose built levels
+// (CpuLevelBuilt); for any other, the best built one below it.
+const KernelTable& KernelsFor(CpuLevel level) {
+#if PREPACK_BUILT_ISA_LEVELS & 0b100
+    if (level >= CpuLevel::kAvx512) return isa_avx512::Kernels();   // and avx512-bf16
+#endif
+#if PREPACK_BUILT_ISA_LEVELS & 0b010
+    if (level >= CpuLevel::kAvx2) return isa_avx2::Kernels();
 #endif
     (void)level;
     return isa_baseline::Kernels();
 }
 
-}  // namespace
-
 // ActiveCpuLevel() is decided once (cpu_level.cpp); reading it per launch
 // is an atomic load, and lets tests switch levels (ForceCpuLevel).
-const KernelTable& ActiveKernels() { return TableFor(ActiveCpuLevel()); }
+const KernelTable& ActiveKernels() { return KernelsFor(ActiveCpuLevel()); }
 
 void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps) {
     ActiveKernels().rms_norm(x, weight, out, rows, dim, eps);

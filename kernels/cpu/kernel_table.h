@@ -57,12 +57,18 @@ struct KernelTable {
 // Up to this many rows a linear layer goes to small_linear_* (gemm.cpp).
 constexpr int64_t kSmallLinearRows = 16;
 
-// One table per level built (on x86-64: all of them; elsewhere baseline).
+// One table per level built (kernels/CMakeLists.txt, PREPACK_CPU_LEVELS: on
+// x86-64 all of them by default; elsewhere baseline). Reach them through
+// KernelsFor: a level's table exists only when CpuLevelBuilt(level).
 namespace isa_baseline { const KernelTable& Kernels(); }
 #if defined(__x86_64__)
 namespace isa_avx2 { const KernelTable& Kernels(); }
 namespace isa_avx512 { const KernelTable& Kernels(); }
 #endif
+
+// The table of `level` (avx512-bf16: avx512's) when it is built
+// (CpuLevelBuilt), else that of the best built level below it.
+const KernelTable& KernelsFor(CpuLevel level);
 
 // The table of the active level (decided at the first call).
 const KernelTable& ActiveKernels();
