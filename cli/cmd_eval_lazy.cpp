@@ -10,6 +10,7 @@
 // each task's greedy answer without pruning and under each LazyLLM setting of
 // --settings, scored against the known answers, with the prefill time to the
 // first token and the whole generation's time beside the accuracy.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -45,6 +46,7 @@ struct EvalLazyOptions {
     int32_t       revive_limit = 0;
     int32_t       answer_tokens = 32;
     std::string   json_file;
+    std::vector<int32_t> task_tokens;   // only tasks of these lengths (empty: all)
 };
 
 // Openings in the style of TinyStories; the model writes the rest.
@@ -395,6 +397,24 @@ void PrintTallyRow(const std::string& label, const nlohmann::json& t) {
 int RunTasks(const EvalLazyOptions& o) {
     absl::StatusOr<std::vector<LazyTask>> tasks = LoadLazyTasks(o.tasks_file);
     if (!tasks.ok()) return Fail(tasks.status());
+    if (!o.task_tokens.empty()) {
+        // A length subset of one file (the 1k-2k tasks, say), so a sweep
+        // needs no copy of the file.
+        std::string present;
+        std::vector<LazyTask> kept;
+        for (LazyTask& t : *tasks) {
+            if (present.find(absl::StrCat(" ", t.tokens, ",")) == std::string::npos) absl::StrAppend(&present, " ", t.tokens, ",");
+            if (std::find(o.task_tokens.begin(), o.task_tokens.end(), t.tokens) != o.task_tokens.end()) {
+                kept.push_back(std::move(t));
+            }
+        }
+        if (kept.empty()) {
+            present.pop_back();
+            return Fail(absl::InvalidArgumentError(absl::StrCat(
+                "--task-tokens: no task of ", o.tasks_file, " has one of those lengths (it has:", present, ")")));
+        }
+        *tasks = std::move(kept);
+    }
     absl::StatusOr<int32_t> revive = ResolveReviveLimit(o.revive_limit);
     if (!revive.ok()) return Fail(revive.status());
 
@@ -593,6 +613,9 @@ void AddEvalLazy(CLI::App& eval, int* exit_code) {
         ->capture_default_str()->needs(tasks);
     cmd->add_option("--answer-tokens", o->answer_tokens, "--tasks: greedy answer tokens at most (EOS ends sooner)")
         ->capture_default_str()->check(CLI::Range(1, 4096))->needs(tasks);
+    cmd->add_option("--task-tokens", o->task_tokens,
+                    "--tasks: only the tasks whose document length (the file's \"tokens\") is one of these")
+        ->delimiter(',')->needs(tasks);
     cmd->add_option("--json-file", o->json_file,
                     "--tasks: also write the JSON report (per task and per setting) to this file")
         ->needs(tasks);

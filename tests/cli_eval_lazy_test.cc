@@ -122,6 +122,18 @@ TEST(EvalLazyTasksCli, KeepEverythingAnswersAsUnpruned) {
     }
     EXPECT_EQ(j["per_task"][0]["lazy"][1]["setting"], "0:1.0,3:1.0@window=4,heads=max,pool=2,sinks=2,recent=4");
 
+    // --task-tokens keeps the tasks of those lengths (the needle and the qa are 200).
+    const std::string subset = testing::RunCli("eval lazy --model " + testing::StoriesDir() +
+                                                   "/stories260K.gguf --threads 1 --tasks " + tasks +
+                                                   " --task-tokens 200 --settings '' --answer-tokens 8 --json",
+                                               &code);
+    ASSERT_EQ(code, 0) << subset;
+    const auto sub = nlohmann::json::parse(subset);
+    ASSERT_EQ(sub["per_task"].size(), 2u);
+    EXPECT_EQ(sub["per_task"][0]["id"], "needle");
+    EXPECT_EQ(sub["per_task"][1]["id"], "qa");
+    EXPECT_EQ(sub["per_task"][1]["full"]["answer"], j["per_task"][2]["full"]["answer"]);
+
     // --json prints the same report on stdout.
     const std::string out = testing::RunCli("eval lazy --model " + testing::StoriesDir() +
                                                 "/stories260K.gguf --threads 1 --tasks " + tasks +
@@ -163,6 +175,8 @@ TEST(EvalLazyTasksCli, RefusesBadTasksAndFlagsByName) {
     testing::ExpectCliFailsSaying(model + "--tasks " + tasks + " --settings '1:0.5;9:0.5'", "--settings: item 2 (9:0.5)");
     testing::ExpectCliFailsSaying(model + "--tasks " + tasks + " --settings '1:0.5;;'", "--settings: item 2 is empty");
     testing::ExpectCliFailsSaying(model + "--settings default", "--settings requires --tasks");
+    testing::ExpectCliFailsSaying(model + "--tasks " + tasks + " --task-tokens 300,400",
+                                  "--task-tokens: no task of " + tasks + " has one of those lengths (it has: 200, 250)");
     testing::ExpectCliFailsSaying(model + "--tasks " + tasks + " --count 3", "excludes");
 }
 
