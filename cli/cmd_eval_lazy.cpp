@@ -16,8 +16,12 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 #include "cli/bench_util.h"
 #include "cli/commands.h"
@@ -394,26 +398,32 @@ void PrintTallyRow(const std::string& label, const nlohmann::json& t) {
                 t["gen_speedup"].get<double>(), 100.0 * t["work_fraction"].get<double>());
 }
 
+// --task-tokens: keeps the tasks whose document length is one of `lengths`
+// (a length subset of one file, so a sweep needs no copy of it).
+// INVALID_ARGUMENT naming the lengths the file has when none is left.
+absl::Status KeepTaskLengths(const std::vector<int32_t>& lengths, const std::string& file,
+                             std::vector<LazyTask>* tasks) {
+    std::set<int32_t> present;
+    std::vector<LazyTask> kept;
+    for (LazyTask& t : *tasks) {
+        present.insert(t.tokens);
+        if (std::find(lengths.begin(), lengths.end(), t.tokens) != lengths.end()) kept.push_back(std::move(t));
+    }
+    if (kept.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("--task-tokens: no task of ", file,
+                                                       " has one of those lengths (it has: ",
+                                                       absl::StrJoin(present, ", "), ")"));
+    }
+    *tasks = std::move(kept);
+    return absl::OkStatus();
+}
+
 int RunTasks(const EvalLazyOptions& o) {
     absl::StatusOr<std::vector<LazyTask>> tasks = LoadLazyTasks(o.tasks_file);
     if (!tasks.ok()) return Fail(tasks.status());
     if (!o.task_tokens.empty()) {
-        // A length subset of one file (the 1k-2k tasks, say), so a sweep
-        // needs no copy of the file.
-        std::string present;
-        std::vector<LazyTask> kept;
-        for (LazyTask& t : *tasks) {
-            if (present.find(absl::StrCat(" ", t.tokens, ",")) == std::string::npos) absl::StrAppend(&present, " ", t.tokens, ",");
-            if (std::find(o.task_tokens.begin(), o.task_tokens.end(), t.tokens) != o.task_tokens.end()) {
-                kept.push_back(std::move(t));
-            }
-        }
-        if (kept.empty()) {
-            present.pop_back();
-            return Fail(absl::InvalidArgumentError(absl::StrCat(
-                "--task-tokens: no task of ", o.tasks_file, " has one of those lengths (it has:", present, ")")));
-        }
-        *tasks = std::move(kept);
+        absl::Status kept = KeepTaskLengths(o.task_tokens, o.tasks_file, &*tasks);
+        if (!kept.ok()) return Fail(kept);
     }
     absl::StatusOr<int32_t> revive = ResolveReviveLimit(o.revive_limit);
     if (!revive.ok()) return Fail(revive.status());
@@ -541,6 +551,7 @@ int RunTasks(const EvalLazyOptions& o) {
     const nlohmann::json out = {
         {"model", loaded->model->source()},
         {"tasks_file", o.tasks_file},
+        {"task_tokens", o.task_tokens},
         {"tasks", prepared.size()},
         {"answer_tokens", o.answer_tokens},
         {"prompt_format", templates.empty() ? "plain" : "chat_template"},
