@@ -58,12 +58,13 @@ TEST(EvalLazyTasksCli, KeepEverythingAnswersAsUnpruned) {
     const std::string tasks = TempFile("small_tasks.jsonl", SmallTasks());
     const std::string report = ::testing::TempDir() + std::to_string(getpid()) + "_report.json";
     int code = 0;
-    const std::string table = testing::RunCli("eval lazy --model " + testing::StoriesDir() +
-                                                  "/stories260K.gguf --threads 1 --tasks " + tasks +
-                                                  " --settings '1:1.0;0:1.0,3:1.0@window=4,heads=max,pool=2,sinks=2,recent=4' --answer-tokens 8 "
-                                                  "--json-file " +
-                                                  report,
-                                              &code);
+    // Every run below: stories260K on the three tasks, one thread.
+    const std::string eval =
+        "eval lazy --model " + testing::StoriesDir() + "/stories260K.gguf --threads 1 --tasks " + tasks;
+    const std::string table = testing::RunCli(
+        eval + " --settings '1:1.0;0:1.0,3:1.0@window=4,heads=max,pool=2,sinks=2,recent=4' --answer-tokens 8 "
+               "--json-file " + report,
+        &code);
     ASSERT_EQ(code, 0) << table;
     EXPECT_NE(table.find("unpruned: "), std::string::npos) << table;
     EXPECT_NE(table.find("setting 1:1.0: schedule 1:1, scoring window=32,heads=mean,pool=3,sinks=4,recent=32, "
@@ -123,10 +124,8 @@ TEST(EvalLazyTasksCli, KeepEverythingAnswersAsUnpruned) {
     EXPECT_EQ(j["per_task"][0]["lazy"][1]["setting"], "0:1.0,3:1.0@window=4,heads=max,pool=2,sinks=2,recent=4");
 
     // --task-tokens keeps the tasks of those lengths (the needle and the qa are 200).
-    const std::string subset = testing::RunCli("eval lazy --model " + testing::StoriesDir() +
-                                                   "/stories260K.gguf --threads 1 --tasks " + tasks +
-                                                   " --task-tokens 200 --settings '' --answer-tokens 8 --json",
-                                               &code);
+    const std::string subset =
+        testing::RunCli(eval + " --task-tokens 200 --settings '' --answer-tokens 8 --json", &code);
     ASSERT_EQ(code, 0) << subset;
     const auto sub = nlohmann::json::parse(subset);
     ASSERT_EQ(sub["per_task"].size(), 2u);
@@ -135,10 +134,7 @@ TEST(EvalLazyTasksCli, KeepEverythingAnswersAsUnpruned) {
     EXPECT_EQ(sub["per_task"][1]["full"]["answer"], j["per_task"][2]["full"]["answer"]);
 
     // --json prints the same report on stdout.
-    const std::string out = testing::RunCli("eval lazy --model " + testing::StoriesDir() +
-                                                "/stories260K.gguf --threads 1 --tasks " + tasks +
-                                                " --settings '' --answer-tokens 8 --json",
-                                            &code);
+    const std::string out = testing::RunCli(eval + " --settings '' --answer-tokens 8 --json", &code);
     ASSERT_EQ(code, 0) << out;
     const auto k = nlohmann::json::parse(out);
     EXPECT_EQ(k["settings"].size(), 0u);   // the unpruned answers alone
