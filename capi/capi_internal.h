@@ -95,6 +95,13 @@ char* CopyString(const std::string& s);
 
 // The engine's request for a caller's prepack_request (INVALID_ARGUMENT naming the field).
 absl::StatusOr<Request> ToRequest(const prepack_request* in);
+// A grammar_kind and its text as the engine's GrammarSpec (INVALID_ARGUMENT
+// for an unknown kind, text missing or given where the kind takes none);
+// the grammar itself is not built here.
+absl::StatusOr<grammar::GrammarSpec> ToGrammarSpec(const prepack_grammar_kind& kind, const char* text);
+// A request's grammar: none when the caller's struct (caller_struct_size
+// bytes) predates ABI 9's grammar fields.
+absl::StatusOr<grammar::GrammarSpec> RequestGrammar(const prepack_request& r, size_t caller_struct_size);
 // The engine's conversation for a caller's prepack_chat (INVALID_ARGUMENT
 // naming a C-level field: NULLs, bad JSON); the conversation's own shape is
 // checked when the engine renders it.

@@ -136,6 +136,9 @@ prepack_status prepack_engine_stats(const prepack_engine* engine, prepack_stats*
         s.prefix_hit_tokens = e.prefix_hit_tokens;
         s.prefix_query_requests = e.prefix_query_requests;
         s.prefix_hit_requests = e.prefix_hit_requests;
+        s.grammar_cache_misses = e.grammar_cache_misses;
+        s.grammar_cache_hits = e.grammar_cache_hits;
+        s.grammar_compile_seconds = e.grammar_compile_seconds;
         WriteSized(s, stats);
         return PREPACK_OK;
     });

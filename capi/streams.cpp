@@ -47,6 +47,7 @@ absl::StatusOr<Request> ToRequest(const prepack_request* in) {
     if (r.lazy_schedule != nullptr) out.lazy_schedule = r.lazy_schedule;
     out.lazy_revive_limit = r.lazy_revive_limit;
     out.prompt_logprobs = r.prompt_logprobs;
+    PP_ASSIGN_OR_RETURN(out.grammar, RequestGrammar(r, in->struct_size));
     return out;
 }
 

@@ -1,6 +1,7 @@
 #include "cli/batch_io.h"
 
 #include <fstream>
+#include <vector>
 
 namespace prepack::cli {
 namespace {
@@ -22,6 +23,41 @@ absl::Status Field(const nlohmann::json& j, const char* key, T* out, size_t line
         return absl::InvalidArgumentError(absl::StrCat("line ", line, ": field '", key, "' has the wrong type"));
     }
     *out = v.get<T>();
+    return absl::OkStatus();
+}
+
+// Structured output: at most one of "json_schema" (a schema object),
+// "json_object" (true), "regex" (a string) and "grammar" (GBNF text). The
+// spec itself is checked when the request is submitted, so a bad one fails
+// that request only.
+absl::Status GrammarFields(const nlohmann::json& j, size_t line, grammar::GrammarSpec* spec) {
+    using Kind = grammar::GrammarSpec::Kind;
+    std::vector<std::string> given;
+    for (const char* key : {"json_schema", "json_object", "regex", "grammar"}) {
+        if (j.contains(key)) given.push_back(key);
+    }
+    if (given.size() > 1) {
+        return absl::InvalidArgumentError(absl::StrCat("line ", line, ": '", given[0], "' and '", given[1],
+                                                       "' conflict: the output can follow one grammar only"));
+    }
+    if (given.empty()) return absl::OkStatus();
+    const nlohmann::json& v = j[given[0]];
+    if (given[0] == "json_schema") {
+        if (!v.is_object() && !v.is_boolean()) {
+            return absl::InvalidArgumentError(absl::StrCat("line ", line, ": 'json_schema' must be a JSON Schema object"));
+        }
+        *spec = {Kind::kJsonSchema, v.dump()};
+    } else if (given[0] == "json_object") {
+        if (!v.is_boolean()) {
+            return absl::InvalidArgumentError(absl::StrCat("line ", line, ": field 'json_object' has the wrong type"));
+        }
+        if (v.get<bool>()) *spec = {Kind::kJsonObject, ""};
+    } else {
+        if (!v.is_string()) {
+            return absl::InvalidArgumentError(absl::StrCat("line ", line, ": field '", given[0], "' has the wrong type"));
+        }
+        *spec = {given[0] == "regex" ? Kind::kRegex : Kind::kGbnf, v.get<std::string>()};
+    }
     return absl::OkStatus();
 }
 
@@ -67,6 +103,7 @@ absl::StatusOr<BatchItem> ParseRequestLine(const std::string& line, size_t n) {
     PP_RETURN_IF_ERROR(Field(j, "lazy", &r.lazy, n));
     PP_RETURN_IF_ERROR(Field(j, "lazy_schedule", &r.lazy_schedule, n));
     PP_RETURN_IF_ERROR(Field(j, "lazy_revive_limit", &r.lazy_revive_limit, n));
+    PP_RETURN_IF_ERROR(GrammarFields(j, n, &r.grammar));
     if (j.contains("stop")) {
         if (!j["stop"].is_array()) return absl::InvalidArgumentError(absl::StrCat("line ", n, ": 'stop' must be an array"));
         for (const auto& s : j["stop"]) {

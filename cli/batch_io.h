@@ -3,7 +3,9 @@
 //
 // Request: {"id": "q1", "prompt": "..."} or {"id": 7, "prompt_tokens": [1, 2]},
 // optional "max_tokens", "temperature", "top_k", "top_p", "min_p",
-// "repetition_penalty", "seed", "stop": [..], "ignore_eos", "logprobs".
+// "repetition_penalty", "seed", "stop": [..], "ignore_eos", "logprobs", and
+// structured output: one of "json_schema": {schema}, "json_object": true,
+// "regex": "RE", "grammar": "GBNF text".
 // A line without "id" gets its line number (1-based) as id.
 // Result: {"id", "tokens", "text", "finish_reason", "usage": {...}} plus
 // "error": "..." when the request failed.

@@ -9,6 +9,7 @@
 #include "cli/batch_io.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/grammar_flags.h"
 #include "cli/openai_batch.h"
 #include "core/engine/engine.h"
 #include "openai/request.h"
@@ -25,6 +26,7 @@ struct BatchOptions {
     std::string   chat_template_file;   // OpenAI batch files: chat requests' template instead of the model's
     int32_t       max_batch_tokens = 1024;
     int32_t       max_running = 64;
+    GrammarFlags  grammar;   // for the lines that name no grammar of their own
 };
 
 int Run(const BatchOptions& o) {
@@ -32,7 +34,14 @@ int Run(const BatchOptions& o) {
     if (!policy.ok()) return Fail(policy.status());
     std::ifstream in(o.input);
     if (!in) return Fail(absl::NotFoundError(absl::StrCat("cannot open --input '", o.input, "'")));
+    const absl::StatusOr<grammar::GrammarSpec> default_grammar = GrammarSpecFromFlags(o.grammar);
+    if (!default_grammar.ok()) return Fail(default_grammar.status());
     if (IsOpenAiBatchFile(o.input)) {
+        if (default_grammar->active()) {
+            return Fail(absl::InvalidArgumentError(
+                "the structured-output flags apply to prepack's own batch format; in an OpenAI batch file each "
+                "body says its response_format"));
+        }
         EngineOptions eo = EngineOptionsFrom(o.common, o.max_batch_tokens, o.max_running, *policy);
         eo.chat_template_file = o.chat_template_file;
         return RunOpenAiBatch(
@@ -53,6 +62,7 @@ int Run(const BatchOptions& o) {
         }
         if (done.count(key)) continue;
         ids.push_back(item->id);
+        if (!item->request.grammar.active()) item->request.grammar = *default_grammar;
         requests.push_back(std::move(item->request));
     }
     std::fprintf(stderr, "batch: %zu requests to run, %zu already in %s\n", requests.size(), done.size(),
@@ -94,6 +104,7 @@ void AddBatch(CLI::App& app, int* exit_code) {
                     "OpenAI batch files: a Jinja chat template for /v1/chat/completions lines instead of the model's");
     cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "tokens per forward step")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--max-running", o->max_running, "sequences decoding at once")->check(CLI::Range(1, 1 << 16));
+    AddGrammarFlags(cmd, &o->grammar);   // a line's own json_schema / json_object / regex / grammar wins
     AddBatchPlan(*cmd, exit_code);
     AddBatchMerge(*cmd, exit_code);
     cmd->require_subcommand(0, 1);

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/grammar_flags.h"
 #include "core/engine/engine.h"
 
 namespace prepack::cli {
@@ -29,6 +30,7 @@ struct ChatOptions {
     SamplingParams sampling;
     bool           no_thinking = false;
     std::string    policy = "lru";
+    GrammarFlags   grammar;   // every answer follows it
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -46,11 +48,13 @@ void CatchInterrupt() {
 
 // Streams one answer; returns its text (what was written before a Ctrl-C
 // included) or the error that ended it.
-absl::StatusOr<std::string> Answer(Engine& engine, const Conversation& conv, const ChatOptions& o) {
+absl::StatusOr<std::string> Answer(Engine& engine, const Conversation& conv, const ChatOptions& o,
+                                   const grammar::GrammarSpec& spec) {
     Request r;
     r.chat = std::make_shared<const Conversation>(conv);
     r.max_tokens = o.max_tokens;
     r.sampling = o.sampling;
+    r.grammar = spec;
     PP_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, engine.Submit(std::move(r)));
     std::string answer;
     bool thinking = false;
@@ -85,6 +89,8 @@ absl::StatusOr<std::string> Answer(Engine& engine, const Conversation& conv, con
 
 int Run(const ChatOptions& o) {
     if (absl::Status s = ValidateSamplingParams(o.sampling); !s.ok()) return Fail(s);
+    const absl::StatusOr<grammar::GrammarSpec> spec = GrammarSpecFromFlags(o.grammar);
+    if (!spec.ok()) return Fail(spec.status());
     absl::StatusOr<SchedulePolicy> policy = ParseSchedulePolicy(o.policy);
     if (!policy.ok()) return Fail(policy.status());
     EngineOptions eo = EngineOptionsFrom(o.common, 1024, 1, *policy);
@@ -127,7 +133,7 @@ int Run(const ChatOptions& o) {
         }
         if (line.empty()) continue;
         conv.messages.push_back({{"role", "user"}, {"content", line}});
-        absl::StatusOr<std::string> answer = Answer(**engine, conv, o);
+        absl::StatusOr<std::string> answer = Answer(**engine, conv, o, *spec);
         if (!answer.ok()) {
             conv.messages.erase(conv.messages.end() - 1);   // the turn did not happen
             std::fprintf(stderr, "prepack: %s\n", std::string(answer.status().message()).c_str());
@@ -152,6 +158,7 @@ void AddChat(CLI::App& app, int* exit_code) {
         ->check(CLI::Range(1, 1 << 24));
     AddSamplingOptions(cmd, &o->sampling);
     cmd->add_flag("--no-thinking", o->no_thinking, "pass enable_thinking=false to the template (Qwen3 style)");
+    AddGrammarFlags(cmd, &o->grammar);
     // lru: each turn's prompt begins with the last one's, so the history's
     // KV is reused and a turn computes only its new tokens. fcfs computes
     // every prompt whole: an answer then never depends on what was asked

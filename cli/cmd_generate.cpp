@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/grammar_flags.h"
 #include "core/engine/generate.h"
 
 namespace prepack::cli {
@@ -23,6 +24,7 @@ struct GenerateOptions {
     std::string              lazy_scoring;
     int32_t                  lazy_revive_limit = 0;
     bool                     parse_special = false;
+    GrammarFlags             grammar;
 };
 
 int Run(const GenerateOptions& o) {
@@ -35,6 +37,9 @@ int Run(const GenerateOptions& o) {
     req.lazy_revive_limit = o.lazy_revive_limit;
     // Check cheap things before loading a model.
     if (absl::Status s = ValidateSamplingParams(req.sampling); !s.ok()) return Fail(s);
+    absl::StatusOr<grammar::GrammarSpec> spec = GrammarSpecFromFlags(o.grammar);
+    if (!spec.ok()) return Fail(spec.status());
+    req.grammar = *std::move(spec);
 
     absl::StatusOr<Loaded> loaded = Load(o.common, /*min_kv_tokens=*/4096);
     if (!loaded.ok()) return Fail(loaded.status());
@@ -99,6 +104,7 @@ void AddGenerate(CLI::App& app, int* exit_code) {
     cmd->add_option("--max-tokens", o->max_tokens, "tokens to generate at most")->check(CLI::Range(0, 1 << 24));
     AddSamplingOptions(cmd, &o->sampling);
     cmd->add_option("--stop", o->stop, "stop when this text is generated (repeatable)");
+    AddGrammarFlags(cmd, &o->grammar);
     cmd->add_flag("--lazy", o->lazy, "LazyLLM: prune prompt tokens the next token barely attends to");
     cmd->add_option("--lazy-schedule", o->lazy_schedule,
                     "LazyLLM schedule LAYER:KEEP,... (implies --lazy; default: full first quarter, then 50%, 30%, 15%)");

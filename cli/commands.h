@@ -9,6 +9,8 @@ namespace prepack::cli {
 void AddGenerate(CLI::App& app, int* exit_code);
 void AddChat(CLI::App& app, int* exit_code);
 void AddChatTemplate(CLI::App& app, int* exit_code);
+// `grammar gbnf|check|sample` (cmd_grammar.cpp).
+void AddGrammar(CLI::App& app, int* exit_code);
 void AddInspect(CLI::App& app, int* exit_code);
 void AddTokenize(CLI::App& app, int* exit_code);
 void AddBatch(CLI::App& app, int* exit_code);

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
     prepack::cli::AddGenerate(app, &exit_code);
     prepack::cli::AddChat(app, &exit_code);
     prepack::cli::AddChatTemplate(app, &exit_code);
+    prepack::cli::AddGrammar(app, &exit_code);
     prepack::cli::AddInspect(app, &exit_code);
     prepack::cli::AddTokenize(app, &exit_code);
     prepack::cli::AddBatch(app, &exit_code);

@@ -1,11 +1,20 @@
 #include "cli/openai_requests.h"
 
+#include "core/grammar/grammar_spec.h"
 #include "openai/json_text.h"
 
 namespace prepack::cli {
 namespace {
 
 using openai::Json;
+
+// ResponseFormat::Kind becomes GrammarSpec::Kind by number.
+using FormatKind = openai::ResponseFormat::Kind;
+using SpecKind = grammar::GrammarSpec::Kind;
+static_assert(int(FormatKind::kText) == int(SpecKind::kNone) &&
+              int(FormatKind::kJsonObject) == int(SpecKind::kJsonObject) &&
+              int(FormatKind::kJsonSchema) == int(SpecKind::kJsonSchema) &&
+              int(FormatKind::kRegex) == int(SpecKind::kRegex) && int(FormatKind::kGbnf) == int(SpecKind::kGbnf));
 
 // `text` (a JSON value's text the parser took as a string) parsed.
 absl::StatusOr<Json> ParseJsonField(const std::string& text, const std::string& field) {
@@ -85,7 +94,20 @@ Request BaseRequest(const openai::ApiRequest& r) {
     q.lazy_schedule = r.lazy.schedule.value_or("");
     if (r.lazy.keep_ratio) q.lazy_keep_ratio = *r.lazy.keep_ratio;
     if (r.lazy.revive_limit) q.lazy_revive_limit = *r.lazy.revive_limit;
+    // ResponseFormat::Kind and GrammarSpec::Kind share their numbers (openai/request.h).
+    q.grammar.kind = static_cast<grammar::GrammarSpec::Kind>(r.response_format.kind);
+    q.grammar.text = r.response_format.text;
     return q;
+}
+
+// The structured output's grammar built once, so that a bad one is refused
+// naming the field that gave it, as prepackd's HTTP API refuses it (the
+// engine builds it again, or finds it cached, when the request starts).
+absl::Status CheckGrammar(const openai::ResponseFormat& format, const grammar::GrammarSpec& spec) {
+    if (!spec.active()) return absl::OkStatus();
+    const absl::Status s = grammar::BuildGrammar(spec).status();
+    if (s.ok()) return s;
+    return absl::Status(s.code(), format.field + ": " + std::string(s.message()));
 }
 
 // The prompt's ids, as the engine will see them (for its length).
@@ -104,6 +126,7 @@ absl::StatusOr<EngineRequests> ToEngineRequests(const openai::ApiRequest& r, con
     const bool chat = r.api == openai::Api::kChat;
     const bool several = r.prompt_count() > 1;
     EngineRequests out;
+    PP_RETURN_IF_ERROR(CheckGrammar(r.response_format, BaseRequest(r).grammar));
     for (size_t p = 0; p < r.prompt_count(); ++p) {
         const std::string at = several ? "prompt[" + std::to_string(p) + "]: " : "";
         Request q = BaseRequest(r);

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 # Bottom to top. A folder may include the folders before it, never after.
-LAYERS = ["base", "openai", "jinja", "model", "chat", "kv", "step", "lazyllm", "forward", "prepacking",
+LAYERS = ["base", "openai", "jinja", "grammar", "model", "chat", "kv", "step", "lazyllm", "forward", "prepacking",
           "request", "scheduler", "batchllm", "engine"]
 TECHNIQUES = {"prepacking", "lazyllm", "batchllm"}
 SOURCE_DIRS = ["core", "kernels", "capi", "cli", "service", "bindings", "tests", "fuzz"]

@@ -92,6 +92,18 @@ const EngineSeries kEngineSeries[] = {
      "Prompt token-layers LazyLLM pruned (skipped) in prefill: prompt_token_layers less those computed.",
      MetricType::Counter,
      [](const prepack_stats& s) { return double(s.prompt_token_layers - s.prompt_token_layers_computed); }},
+    // Structured output (the engine's grammar cache).
+    {"prepack_grammar_requests_total",
+     "Constrained requests submitted (response_format, guided_*, structured_output) that reached the grammar "
+     "compiler: grammar_compiles_total + grammar_cache_hits_total.",
+     MetricType::Counter,
+     [](const prepack_stats& s) { return double(s.grammar_cache_misses + s.grammar_cache_hits); }},
+    {"prepack_grammar_compiles_total", "Grammars compiled (a spec not in the engine's cache).", MetricType::Counter,
+     [](const prepack_stats& s) { return double(s.grammar_cache_misses); }},
+    {"prepack_grammar_cache_hits_total", "Constrained requests that reused a compiled grammar.", MetricType::Counter,
+     [](const prepack_stats& s) { return double(s.grammar_cache_hits); }},
+    {"prepack_grammar_compile_seconds_total", "Seconds spent compiling grammars (on the submitting threads).",
+     MetricType::Counter, [](const prepack_stats& s) { return s.grammar_compile_seconds; }},
 };
 
 }  // namespace

@@ -146,8 +146,36 @@ grpc::Status CheckPromptBytes(uint64_t bytes, const std::string& field, uint64_t
                             "context (at most " + std::to_string(max_prompt_bytes) + " bytes, --max-prompt-bytes)");
 }
 
+grpc::Status CheckStructuredOutput(const prepack::v1::StructuredOutput& so, const std::string& f) {
+    switch (so.kind()) {
+        case prepack::v1::GRAMMAR_KIND_NONE:
+        case prepack::v1::GRAMMAR_KIND_JSON_OBJECT:
+            if (!so.text().empty()) {
+                return Invalid(f, ".text",
+                               "must be empty for " + prepack::v1::GrammarKind_Name(so.kind()) +
+                                   " (it takes no grammar text)");
+            }
+            return grpc::Status::OK;
+        case prepack::v1::GRAMMAR_KIND_JSON_SCHEMA:
+        case prepack::v1::GRAMMAR_KIND_REGEX:
+        case prepack::v1::GRAMMAR_KIND_GBNF:
+            if (so.text().empty()) {
+                return Invalid(f, ".text", std::string("required for ") + prepack::v1::GrammarKind_Name(so.kind()));
+            }
+            return NoNul(so.text(), f + ".text");
+        default: break;
+    }
+    return Invalid(f, ".kind", "unknown value " + std::to_string(so.kind()) +
+                                   " (0 NONE, 1 JSON_OBJECT, 2 JSON_SCHEMA, 3 REGEX, 4 GBNF)");
+}
+
 grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_model_desc& model,
                           uint64_t max_prompt_bytes, const std::string& chat_field) {
+    if (grpc::Status s = CheckStructuredOutput(in.structured_output(), p + "structured_output"); !s.ok()) return s;
+    if (in.sampling().ignore_eos() && in.structured_output().kind() != prepack::v1::GRAMMAR_KIND_NONE) {
+        return Invalid(p, "sampling.ignore_eos", "conflicts with structured_output: a grammar decides where the "
+                                                 "output may end");
+    }
     if (grpc::Status s = CheckSampling(in.sampling(), p); !s.ok()) return s;
     if (in.top_logprobs() < 0 || in.top_logprobs() > kMaxTopLogprobs) {
         return Invalid(p, "top_logprobs", "must be in [0, 20], got " + std::to_string(in.top_logprobs()));
@@ -330,6 +358,7 @@ prepack::v1::GenerateRequest ToGenerateRequest(prepack::v1::ChatRequest* in) {
     out.mutable_lazy()->Swap(in->mutable_lazy());
     out.set_logprobs(in->logprobs());
     out.set_top_logprobs(in->top_logprobs());
+    if (in->has_structured_output()) out.mutable_structured_output()->Swap(in->mutable_structured_output());
     return out;
 }
 
@@ -401,6 +430,20 @@ grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::s
     out->lazy_schedule = in.lazy().schedule();
     if (!out->lazy_schedule.empty()) r.lazy_schedule = out->lazy_schedule.c_str();
     r.lazy_revive_limit = in.lazy().revive_limit();
+
+    // The grammar is built once here, on the call's thread, so that a bad
+    // one is refused before the request starts (a stream's first message);
+    // the engine builds it again (or finds it cached) when it starts.
+    if (in.structured_output().kind() != prepack::v1::GRAMMAR_KIND_NONE) {
+        const auto kind = static_cast<prepack_grammar_kind>(in.structured_output().kind());
+        out->grammar = in.structured_output().text();
+        const char* text = out->grammar.empty() ? nullptr : out->grammar.c_str();
+        if (const prepack_status st = prepack_grammar_check(kind, text); st != PREPACK_OK) {
+            return ToGrpc(st, p + "structured_output.text: " + prepack_last_error());
+        }
+        r.grammar_kind = kind;
+        r.grammar = text;
+    }
 
     if (deadline != std::chrono::system_clock::time_point::max()) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::system_clock::now());

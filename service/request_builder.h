@@ -50,6 +50,7 @@ public:
     std::vector<std::string> stop;
     std::vector<const char*> stop_ptrs;
     std::string              lazy_schedule;
+    std::string              grammar;      // structured_output.text (request.grammar points here)
     PreparedChat             chat;         // a chat request's conversation (request.chat points here)
 };
 
@@ -67,7 +68,9 @@ grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::str
                           const std::string& chat_field = "chat");
 
 // CheckRequest, then tokenizes (a conversation: renders, through
-// prepack_chat_render) and fills *out, which borrows from `in` for a chat
+// prepack_chat_render), builds a structured output's grammar once to refuse
+// a bad one (prepack_grammar_check: INVALID_ARGUMENT naming
+// structured_output.text) and fills *out, which borrows from `in` for a chat
 // request. `deadline` is the call's deadline (system_clock::time_point::max()
 // for none); the time left goes to the engine as deadline_ms. Returns
 // CheckRequest's errors, RenderChat's, OUT_OF_RANGE when the prompt plus
@@ -77,6 +80,11 @@ grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::s
                             const prepack_engine* engine, const prepack_model_desc& model, uint64_t max_prompt_bytes,
                             std::chrono::system_clock::time_point deadline, PreparedRequest* out,
                             const std::string& chat_field = "chat");
+
+// The checks of a structured output that need no grammar built: a known
+// kind, text present exactly when the kind takes it, no NUL character in it.
+// Errors name `field` ("structured_output", "requests[2].structured_output").
+grpc::Status CheckStructuredOutput(const prepack::v1::StructuredOutput& so, const std::string& field);
 
 // The GenerateRequest a ChatRequest stands for (Chat runs it as Generate
 // would). Moves the conversation and the other fields out of *in.

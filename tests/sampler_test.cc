@@ -630,5 +630,166 @@ TEST(Sampler, NoAllocationAfterFirstCall) {
     }
 }
 
+// ---------------------------------------------------------------------------
+// A grammar's mask (SampleAllowed)
+
+// A mask over `vocab` ids with each id allowed with probability `density`
+// (at least one id allowed).
+std::vector<uint64_t> RandomMask(size_t vocab, double density, uint64_t seed) {
+    std::vector<uint64_t> words((vocab + 63) / 64, 0);
+    Rng gen(seed);
+    bool any = false;
+    for (size_t id = 0; id < vocab; ++id) {
+        if (gen.NextFloat() < density) {
+            words[id / 64] |= uint64_t{1} << (id % 64);
+            any = true;
+        }
+    }
+    if (!any) words[0] |= 1;
+    return words;
+}
+
+bool Allowed(const std::vector<uint64_t>& mask, size_t id) { return (mask[id / 64] >> (id % 64)) & 1; }
+
+// The naive expectation: the logits with every forbidden id at -inf.
+std::vector<float> Forbidden(std::vector<float> logits, const std::vector<uint64_t>& mask) {
+    for (size_t id = 0; id < logits.size(); ++id) {
+        if (!Allowed(mask, id)) logits[id] = -kInf;
+    }
+    return logits;
+}
+
+// Every combination of filters the engine passes through.
+const SamplingParams kMaskConfigs[] = {
+    {1.0f, 0, 1.0f, 0.0f, 1.0f, 64, 0},    {0.0f, 0, 1.0f, 0.0f, 1.0f, 64, 0},
+    {0.7f, 5, 1.0f, 0.0f, 1.0f, 64, 0},    {1.0f, 0, 0.8f, 0.0f, 1.0f, 64, 0},
+    {1.3f, 0, 1.0f, 0.1f, 1.0f, 64, 0},    {1.0f, 40, 0.9f, 0.05f, 1.2f, 16, 0},
+    {0.9f, 0, 0.95f, 0.02f, 1.1f, 0, 0},   {0.0f, 0, 1.0f, 0.0f, 1.5f, 8, 0},
+    {1.0f, 500, 1.0f, 0.0f, 1.0f, 64, 0},  // top-k larger than the allowed set
+};
+
+TEST(SamplerMask, ForbiddenIdsAreNeverDrawnUnderAnyFilterAndSeed) {
+    constexpr size_t kVocab = 300;
+    std::vector<float> logits(kVocab);
+    Rng gen(31);
+    for (float& x : logits) x = gen.NextFloat() * 6.0f - 3.0f;
+    // The best logits are forbidden: an unmasked sampler would pick them often.
+    std::vector<uint64_t> mask = RandomMask(kVocab, 0.1, 32);
+    for (size_t id = 0; id < kVocab; id += 7) {
+        if (!Allowed(mask, id)) logits[id] = 20.0f;
+    }
+    std::vector<int32_t> history;
+    for (const SamplingParams& base : kMaskConfigs) {
+        for (uint64_t seed = 0; seed < 40; ++seed) {
+            SamplingParams p = base;
+            p.seed = seed;
+            Sampler sampler(p);
+            for (int i = 0; i < 25; ++i) {
+                const int32_t id = sampler.SampleAllowed(logits, history, mask);
+                ASSERT_GE(id, 0);
+                ASSERT_LT(id, static_cast<int32_t>(kVocab));
+                ASSERT_TRUE(Allowed(mask, static_cast<size_t>(id)))
+                    << "forbidden id " << id << " drawn, top_k " << p.top_k << " top_p " << p.top_p << " seed " << seed;
+                history.push_back(id);
+            }
+            history.clear();
+        }
+    }
+}
+
+TEST(SamplerMask, DrawsWhatTheUnmaskedSamplerDrawsWithForbiddenIdsAtMinusInfinity) {
+    // Same seed, same draw: the mask is exactly "forbidden logits are -inf"
+    // put before every filter, whatever the filters and the penalty do.
+    constexpr size_t kVocab = 1000;
+    for (double density : {0.003, 0.05, 0.5, 1.0}) {
+        std::vector<float> logits(kVocab);
+        Rng gen(static_cast<uint64_t>(density * 1000) + 1);
+        for (float& x : logits) x = gen.NextFloat() * 10.0f - 5.0f;
+        const std::vector<uint64_t> mask = RandomMask(kVocab, density, 77);
+        const std::vector<float> naive = Forbidden(logits, mask);
+        for (const SamplingParams& base : kMaskConfigs) {
+            for (uint64_t seed = 0; seed < 8; ++seed) {
+                SamplingParams p = base;
+                p.seed = seed;
+                Sampler masked(p), reference(p);
+                std::vector<int32_t> history;
+                for (int i = 0; i < 20; ++i) {
+                    const int32_t want = reference.Sample(naive, history);
+                    ASSERT_EQ(masked.SampleAllowed(logits, history, mask), want)
+                        << "density " << density << " top_k " << p.top_k << " top_p " << p.top_p << " min_p "
+                        << p.min_p << " seed " << seed << " draw " << i;
+                    history.push_back(want);
+                }
+            }
+        }
+    }
+}
+
+TEST(SamplerMask, FrequenciesMatchTheSoftmaxOverTheAllowedIds) {
+    const std::vector<float> logits = {2.0f, 0.5f, 3.0f, 1.0f, -1.0f, 0.0f};
+    const std::vector<uint64_t> mask = {0b110010};   // ids 1, 4, 5
+    SamplingParams p;
+    p.temperature = 0.8f;
+    p.seed = 5;
+    Sampler sampler(p);
+    std::vector<int> counts(logits.size(), 0);
+    for (int i = 0; i < 40000; ++i) ++counts[sampler.SampleAllowed(logits, {}, mask)];
+    const std::vector<double> allowed = Softmax({0.5f, -1.0f, 0.0f}, 0.8);
+    ExpectMatches(counts, {0.0, allowed[0], 0.0, 0.0, allowed[1], allowed[2]});
+}
+
+TEST(SamplerMask, GreedyPicksTheBestAllowedId) {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    Sampler sampler(p);
+    const std::vector<float> logits = {9.0f, 1.0f, 7.0f, 3.0f, 7.0f, 8.5f};
+    EXPECT_EQ(sampler.SampleAllowed(logits, {}, std::vector<uint64_t>{0b011110}), 2) << "ties: the lower id";
+    EXPECT_EQ(sampler.SampleAllowed(logits, {}, std::vector<uint64_t>{0b001010}), 3);
+    EXPECT_EQ(sampler.SampleAllowed(logits, {}, std::vector<uint64_t>{0b111111}), 0);
+    // Allowed ids whose logits are all -inf: the lowest allowed id, never a
+    // forbidden one (SampleAllowed reads NaN as -inf).
+    const std::vector<float> dead = {5.0f, -kInf, kNaN, -kInf};
+    EXPECT_EQ(sampler.SampleAllowed(dead, {}, std::vector<uint64_t>{0b1110}), 1);
+    // As ArgMax: a number (even -inf) beats NaN; all NaN: the lowest allowed.
+    EXPECT_EQ(ArgMaxAllowed(dead, std::vector<uint64_t>{0b1100}), 3);
+    EXPECT_EQ(ArgMaxAllowed(std::vector<float>{kNaN, kNaN, kNaN}, std::vector<uint64_t>{0b110}), 1);
+    // Across a word boundary of the mask.
+    std::vector<float> wide(130, 0.0f);
+    wide[3] = 4.0f;
+    wide[100] = 2.0f;
+    wide[129] = 3.0f;
+    EXPECT_EQ(sampler.SampleAllowed(wide, {}, std::vector<uint64_t>{0, uint64_t{1} << 36, 2}), 129);
+}
+
+TEST(SamplerMask, NoAllowedIdGivesMinusOne) {
+    const std::vector<float> logits(70, 1.0f);
+    for (float t : {0.0f, 1.0f}) {
+        SamplingParams p;
+        p.temperature = t;
+        Sampler sampler(p);
+        EXPECT_EQ(sampler.SampleAllowed(logits, {}, std::vector<uint64_t>{0, 0}), -1);
+        // Ids past the mask, and bits past the vocabulary, are not allowed.
+        EXPECT_EQ(sampler.SampleAllowed(logits, {}, std::vector<uint64_t>{0}), -1);
+        EXPECT_EQ(sampler.SampleAllowed(logits, {}, std::vector<uint64_t>{0, uint64_t{1} << 10}), -1);
+        EXPECT_EQ(sampler.SampleAllowed(logits, {}, std::vector<uint64_t>{0, (uint64_t{1} << 10) | 2}), 65);
+    }
+}
+
+TEST(SamplerMask, NoAllocationAfterFirstCall) {
+    std::vector<float> logits(32000);
+    Rng gen(29);
+    for (float& x : logits) x = gen.NextFloat() * 8.0f;
+    std::vector<int32_t> history(100);
+    for (int32_t& id : history) id = static_cast<int32_t>(gen.NextU64() % logits.size());
+    const std::vector<uint64_t> mask = RandomMask(logits.size(), 0.2, 30);
+    for (SamplingParams p : kMaskConfigs) {
+        Sampler sampler(p);
+        sampler.SampleAllowed(logits, history, mask);   // first call sizes the scratch buffers
+        const long before = g_allocations.load();
+        for (int i = 0; i < 20; ++i) sampler.SampleAllowed(logits, history, mask);
+        EXPECT_EQ(g_allocations.load() - before, 0) << "top_k " << p.top_k << " top_p " << p.top_p;
+    }
+}
+
 }  // namespace
 }  // namespace prepack

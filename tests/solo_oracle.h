@@ -24,6 +24,7 @@ inline GenerateResult SoloGenerate(const Model& m, const Request& r) {
     g.sampling = r.sampling;
     g.stop = r.stop;
     g.ignore_eos = r.ignore_eos;
+    g.grammar = r.grammar;
     g.lazy = r.lazy;
     if (r.lazy) {
         auto sch = ResolveLazySchedule(r.lazy_schedule, r.lazy_keep_ratio, m.config().n_layers);

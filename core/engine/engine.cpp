@@ -44,6 +44,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     } else {
         e->chat_templates_ = ChatTemplates::Load(e->model_->tokenizer());
     }
+    e->grammars_ = std::make_unique<GrammarCompiler>(e->model_->tokenizer());
     const ModelConfig& c = e->model_->config();
     const cpu::DType kv_dtype = options.kv_dtype.value_or(options.dtype);
     PP_ASSIGN_OR_RETURN(Backend backend, CreateBackend(*e->model_, options.device, options.kv_block_size,
@@ -96,14 +97,29 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     }
     PP_ASSIGN_OR_RETURN(const int32_t revive_limit, ResolveReviveLimit(request.lazy_revive_limit));
     PP_ASSIGN_OR_RETURN(const LazyScoring scoring, ParseLazyScoring(request.lazy_scoring));
+    std::optional<grammar::Matcher> matcher;
+    if (request.grammar.active()) {
+        if (request.ignore_eos) {
+            return absl::InvalidArgumentError(
+                "ignore_eos conflicts with a grammar (structured output): the grammar decides where the output may "
+                "end, so end tokens cannot be ignored");
+        }
+        // Compiled here, on the caller's thread (once per spec: cached), so
+        // a large schema never stalls the engine's loop.
+        PP_ASSIGN_OR_RETURN(matcher, grammars_->NewMatcher(request.grammar));
+    }
     auto seq = std::make_shared<Sequence>(std::move(request), model_->tokenizer(), c.max_context);
+    if (matcher) seq->output.Constrain(std::move(*matcher));
     seq->lazy_schedule = std::move(lazy);
     seq->lazy_revive_limit = revive_limit;
     seq->lazy_scoring = scoring;
     Request& r = seq->request;
     PP_ASSIGN_OR_RETURN(ResolvedPrompt prompt, ResolveRequestPrompt(*model_, chat_templates_, r));
     seq->tokens = std::move(prompt.ids);
-    if (prompt.reasoning) seq->output.SplitReasoning(prompt.thinking_open);
+    // A grammar shapes the whole output from its first token, so there is no
+    // thinking section to split off (the answer would otherwise be taken for
+    // thoughts when the template opened one).
+    if (prompt.reasoning && !seq->output.constrained()) seq->output.SplitReasoning(prompt.thinking_open);
     seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
     const int64_t blocks = (int64_t{seq->n_prompt} + 1 + pool_->block_size() - 1) / pool_->block_size();
     if (blocks > pool_->num_blocks()) {
@@ -180,6 +196,10 @@ EngineStats Engine::Stats() const {
     if (s.prompt_token_layers > 0) {
         s.prompt_fraction_computed = double(s.prompt_token_layers_computed) / double(s.prompt_token_layers);
     }
+    const grammar::GrammarCacheStats g = grammars_->cache_stats();
+    s.grammar_cache_hits = g.hits;
+    s.grammar_cache_misses = g.misses;
+    s.grammar_compile_seconds = g.compile_seconds;
     return s;
 }
 
@@ -246,6 +266,10 @@ void Engine::EndCancelledAndExpired() {
 
 void Engine::EmitToken(Sequence& s, std::span<const float> logits) {
     NextToken next = s.output.Next(logits, &s.tokens);
+    if (next.reason == FinishReason::kError) {   // nothing sampled: a grammar that cannot go on
+        Finish(s, FinishReason::kError, std::move(next.status));
+        return;
+    }
     if (s.t_first_token < 0) s.t_first_token = NowSeconds();
     Event e;
     e.token = next.token;

@@ -24,6 +24,7 @@
 #include "core/engine/policies.h"
 #include "core/engine/stream.h"
 #include "core/forward/backend.h"
+#include "core/request/grammar_compiler.h"
 #include "core/request/request.h"
 #include "core/scheduler/scheduler.h"
 #include "core/scheduler/sequence_queue.h"
@@ -80,6 +81,13 @@ struct EngineStats {
     uint64_t prefix_hit_tokens = 0;
     uint64_t prefix_query_requests = 0;
     uint64_t prefix_hit_requests = 0;
+    // Structured output: compiled grammars reused from the engine's cache
+    // (or by waiting for another request's compile of the same spec),
+    // grammars compiled, and the seconds spent compiling (on the callers'
+    // threads, never the engine's loop).
+    uint64_t grammar_cache_hits = 0;
+    uint64_t grammar_cache_misses = 0;
+    double   grammar_compile_seconds = 0.0;
 };
 
 class Engine {
@@ -90,7 +98,8 @@ public:
     ~Engine();
 
     // Validates and queues a request. INVALID_ARGUMENT (empty prompt, bad
-    // sampling, ids outside the vocabulary, prompt at or past the context),
+    // sampling, ids outside the vocabulary, prompt at or past the context,
+    // a grammar its front end refuses, a grammar with ignore_eos),
     // RESOURCE_EXHAUSTED (the prompt can never fit the KV budget),
     // UNAVAILABLE (engine shutting down).
     absl::StatusOr<std::unique_ptr<Stream>> Submit(Request request);
@@ -101,7 +110,8 @@ public:
     // prefix tree over all prompts): each group's prefix is computed once,
     // pinned while members still wait, shared by reference, and groups start
     // in order of decode/prompt ratio, highest first. Under LRU they share
-    // through the prefix cache; under FCFS nothing is shared.
+    // through the prefix cache; under FCFS nothing is shared. Requests with
+    // one grammar spec compile it once; each gets its own matcher.
     std::vector<absl::StatusOr<std::unique_ptr<Stream>>> SubmitBatch(std::vector<Request> requests);
 
     // A conversation as a chat request's prompt: the rendered text, which
@@ -134,6 +144,10 @@ private:
     EngineOptions                options_;
     std::unique_ptr<Model>       model_;
     ChatTemplates                chat_templates_;
+    // Structured output: the model's token trie (built on the first
+    // constrained request) and compiled grammars. Used by MakeSequence on
+    // the submitting threads; thread-safe.
+    std::unique_ptr<GrammarCompiler> grammars_;
     std::unique_ptr<KvBlockPool> pool_;
     std::unique_ptr<StepRunner>  forward_;
     SequenceQueue                waiting_;

@@ -1,5 +1,7 @@
 #include "core/engine/generate.h"
 
+#include <optional>
+
 #include "core/lazyllm/lazy_state.h"
 #include "core/base/runtime.h"
 #include "core/request/continuation.h"
@@ -14,6 +16,19 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
     PP_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
     if (request.max_tokens < 0) {
         return absl::InvalidArgumentError(absl::StrCat("max_tokens must be >= 0, got ", request.max_tokens));
+    }
+    // The grammar first: a spec its front end refuses fails before any compute.
+    std::optional<grammar::Matcher> matcher;
+    if (request.grammar.active()) {
+        if (request.ignore_eos) {
+            return absl::InvalidArgumentError(
+                "ignore_eos conflicts with a grammar (structured output): the grammar decides where the output may "
+                "end, so end tokens cannot be ignored");
+        }
+        std::optional<GrammarCompiler> own;
+        GrammarCompiler* grammars = request.grammars;
+        if (grammars == nullptr) grammars = &own.emplace(tok);
+        PP_ASSIGN_OR_RETURN(matcher, grammars->NewMatcher(request.grammar));
     }
     GenerateResult result;
     PP_ASSIGN_OR_RETURN(result.prompt_tokens, ResolvePrompt(model, request.prompt, request.prompt_tokens,
@@ -61,6 +76,7 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
     }
 
     Continuation output(tok, request.sampling, request.stop, {request.max_tokens, c.max_context, request.ignore_eos});
+    if (matcher) output.Constrain(std::move(*matcher));
     // The prompt's text is already known to the caller: prime the decoder
     // with it so the continuation's first space is kept.
     output.PrimeWithPrompt(prompt);
@@ -68,6 +84,7 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
     result.finish_reason = FinishReason::kLength;
     for (int32_t i = 0; i < request.max_tokens; ++i) {
         NextToken next = output.Next({out.logits.data(), static_cast<size_t>(c.vocab_size)}, &history);
+        if (next.reason == FinishReason::kError) return next.status;   // nothing sampled
         result.tokens.push_back(next.token);
         result.token_seconds.push_back(NowSeconds() - t0);
         result.token_work_fraction.push_back(lazy ? lazy->PromptWorkFraction() : 1.0);

@@ -9,8 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/grammar/grammar_spec.h"
 #include "core/lazyllm/lazy_schedule.h"
 #include "core/lazyllm/lazy_scoring.h"
+#include "core/request/grammar_compiler.h"
 #include "core/request/request.h"
 #include "core/request/sampler.h"
 #include "core/step/step_runner.h"
@@ -30,6 +32,13 @@ struct GenerateRequest {
     LazySchedule             lazy_schedule;        // empty: the model's default schedule
     int32_t                  lazy_revive_limit = 0;   // pruned tokens a step may bring back: ResolveReviveLimit
     LazyScoring              lazy_scoring = DefaultLazyScoring();
+    // Structured output: the generated text must be a sentence of this
+    // grammar (see Request::grammar). Not with ignore_eos.
+    grammar::GrammarSpec     grammar;
+    // Where the grammar is compiled: the caller's (one per model, so the
+    // model's token trie and compiled grammars are reused across calls),
+    // or null for one made for this call alone (the trie built anew).
+    GrammarCompiler*         grammars = nullptr;
 };
 
 struct GenerateResult {
@@ -58,8 +67,12 @@ using TextCallback = std::function<void(std::string_view)>;
 
 // Errors (nothing is generated): INVALID_ARGUMENT for an empty prompt, a
 // prompt longer than the context, token ids outside the vocabulary, invalid
-// sampling values or max_tokens < 0; RESOURCE_EXHAUSTED when the KV pool
-// cannot hold the prompt. Blocks are released before returning.
+// sampling values, max_tokens < 0, a grammar its front end refuses (its
+// message, unchanged) or a grammar with ignore_eos; RESOURCE_EXHAUSTED when
+// the KV pool cannot hold the prompt or the grammar passes a compile limit.
+// A grammar that cannot go on mid-generation (no token of the vocabulary
+// continues it, or its matcher failed) returns that error after the text
+// so far went to `on_text`. Blocks are released before returning.
 absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateRequest& request,
                                         const TextCallback& on_text = {});
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "fields.h"
+#include "response_format.h"
 
 namespace prepack::openai {
 namespace {
@@ -138,6 +139,11 @@ absl::Status ParseCommon(const Json& b, Api api, ApiRequest* out) {
     std::optional<std::string> user;
     OPENAI_TRY(GetString(b, "user", &user));
     out->user = user.value_or("");
+    OPENAI_TRY(ParseResponseFormat(b, &out->response_format));
+    if (s.ignore_eos && out->response_format.active()) {
+        return Invalid("ignore_eos", "conflicts with " + out->response_format.field +
+                                         ": a grammar decides where the output may end");
+    }
 
     // LazyLLM (prepack's extensions): lazy_schedule or lazy_keep_ratio imply lazy.
     std::optional<bool> lazy;
@@ -274,6 +280,13 @@ std::set<std::string_view> With(std::set<std::string_view> base, std::initialize
     return base;
 }
 
+// Every endpoint's fields: the common ones, structured output, and `more`.
+std::set<std::string_view> EndpointFields(std::initializer_list<std::string_view> more) {
+    std::set<std::string_view> fields = With(kCommonFields, more);
+    fields.insert(StructuredOutputFields().begin(), StructuredOutputFields().end());
+    return fields;
+}
+
 absl::Status CheckChoices(const ApiRequest& r, int max_choices) {
     const int limit = std::min(kMaxChoices, max_choices);
     if (r.choices() > limit) {
@@ -343,9 +356,8 @@ absl::Status CheckModel(const Json& body, const std::string& served_id) {
 absl::Status ParseChat(const Json& b, int max_choices, ApiRequest* out) {
     out->api = Api::kChat;
     OPENAI_TRY(OnlyKnown(b,
-                         With(kCommonFields, {"messages", "max_completion_tokens", "top_logprobs", "response_format",
-                                              "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
-                                              "add_generation_prompt"}),
+                         EndpointFields({"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
+                                         "parallel_tool_calls", "chat_template_kwargs", "add_generation_prompt"}),
                          ""));
     OPENAI_TRY(ParseCommon(b, Api::kChat, out));
 
@@ -360,13 +372,6 @@ absl::Status ParseChat(const Json& b, int max_choices, ApiRequest* out) {
         }
         if (*top_logprobs > 0 && !out->logprobs) return Invalid("top_logprobs", "needs logprobs: true");
         out->top_logprobs = static_cast<int>(*top_logprobs);
-    }
-    if (const Json* rf = Get(b, "response_format")) {
-        if (!rf->is_object()) return WrongType("response_format", "an object", *rf);
-        const Json* type = Get(*rf, "type");
-        if (!(type != nullptr && *type == "text" && rf->size() == 1)) {
-            return Invalid("response_format", "not implemented (only {\"type\": \"text\"}, the default)");
-        }
     }
     Chat& c = out->chat;
     OPENAI_TRY(ParseTools(b, &c));
@@ -387,7 +392,7 @@ absl::Status ParseChat(const Json& b, int max_choices, ApiRequest* out) {
 
 absl::Status ParseCompletion(const Json& b, int64_t vocab_size, int max_choices, ApiRequest* out) {
     out->api = Api::kCompletions;
-    OPENAI_TRY(OnlyKnown(b, With(kCommonFields, {"prompt", "echo", "suffix", "best_of"}), ""));
+    OPENAI_TRY(OnlyKnown(b, EndpointFields({"prompt", "echo", "suffix", "best_of"}), ""));
     OPENAI_TRY(ParseCommon(b, Api::kCompletions, out));
 
     std::optional<int64_t> logprobs;

@@ -1,5 +1,7 @@
 #include "core/request/continuation.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace prepack {
 
 Continuation::Continuation(const Tokenizer& tok, const SamplingParams& sampling, std::vector<std::string> stop,
@@ -12,12 +14,27 @@ void Continuation::PrimeWithPrompt(std::span<const int32_t> prompt) {
 
 NextToken Continuation::Next(std::span<const float> logits, std::vector<int32_t>* tokens) {
     NextToken out;
-    out.token = sampler_.Sample(logits, *tokens);
+    if (grammar_) {
+        if (absl::Status st = FillGrammarMask(); !st.ok()) return Failed(std::move(st));
+        out.token = sampler_.SampleAllowed(logits, *tokens, mask_.words());
+        // The mask allowed it, so the matcher takes it; anything else is a
+        // bug, which fails this request rather than letting bad output out.
+        if (out.token < 0 || !grammar_->AcceptToken(out.token)) {
+            return Failed(absl::InternalError(absl::StrCat("structured output: the grammar refused token ", out.token,
+                                                           " that its own mask allowed")));
+        }
+    } else {
+        out.token = sampler_.Sample(logits, *tokens);
+    }
     tokens->push_back(out.token);
     ++generated_;
     // EOS, and the vocabulary's other end-of-generation tokens (<|eot_id|>,
     // <|im_end|>, ...: what a chat model ends its turn with).
     const bool eos = tok_->IsEndOfGeneration(out.token) && !limits_.ignore_eos;
+    // The text is a whole sentence of the grammar and no byte may follow:
+    // only an end token could come next, so the step that would sample it
+    // is saved (and the answer is complete: kStop).
+    const bool complete = grammar_ && !eos && grammar_->IsTerminated();
     const bool length = generated_ >= limits_.max_tokens || static_cast<int32_t>(tokens->size()) >= limits_.max_context;
     if (!eos) out.text = stops_.Push(detok_.Push(out.token));   // the end token's text is not output
     if (stops_.stopped()) {
@@ -26,17 +43,44 @@ NextToken Continuation::Next(std::span<const float> logits, std::vector<int32_t>
         Split(&out);
         return out;
     }
-    if (!eos && !length) {
+    if (!eos && !length && !complete) {
         Split(&out);
         return out;
     }
     // The end: what the decoder and the stop matcher still hold is output
     // too, unless it completes a stop string.
-    out.text += stops_.Push(detok_.Flush());
-    if (!stops_.stopped()) out.text += stops_.Flush();
+    ReleaseHeldText(&out);
     out.finished = true;
-    out.reason = stops_.stopped() ? FinishReason::kStop : eos ? FinishReason::kEos : FinishReason::kLength;
+    out.reason = stops_.stopped() || complete ? FinishReason::kStop
+                 : eos                        ? FinishReason::kEos
+                                              : FinishReason::kLength;
     Split(&out);
+    return out;
+}
+
+void Continuation::ReleaseHeldText(NextToken* out) {
+    out->text += stops_.Push(detok_.Flush());
+    if (!stops_.stopped()) out->text += stops_.Flush();
+}
+
+absl::Status Continuation::FillGrammarMask() {
+    grammar_->FillNextTokenMask(&mask_);
+    if (!grammar_->status().ok()) return grammar_->status();
+    if (mask_.Count() == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "structured output: after ", generated_,
+            " generated tokens the grammar allows no token of the model's vocabulary (it needs text no token spells)"));
+    }
+    return absl::OkStatus();
+}
+
+NextToken Continuation::Failed(absl::Status status) {
+    // Text held back (a possible stop string's start, part of a UTF-8
+    // sequence) is dropped: the output failed, and no token carries it.
+    NextToken out;
+    out.finished = true;
+    out.reason = FinishReason::kError;
+    out.status = std::move(status);
     return out;
 }
 

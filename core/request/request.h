@@ -10,6 +10,9 @@
 #include "core/base/status.h"
 #include "core/chat/chat_template.h"
 #include "core/chat/conversation.h"
+#include "core/chat/tool_call_stream.h"
+#include "core/chat/tool_calls.h"
+#include "core/grammar/grammar_spec.h"
 #include "core/model/model.h"
 #include "core/request/sampler.h"
 
@@ -70,6 +73,21 @@ struct Request {
     float                    lazy_keep_ratio = 0.0f;   // when lazy_schedule is empty: see ResolveLazySchedule
     int32_t                  lazy_revive_limit = 0;    // pruned tokens a decode step may bring back: ResolveReviveLimit
     std::string              lazy_scoring;             // ParseLazyScoring's text; empty = the default
+    // Structured output: the generated text must be a sentence of this
+    // grammar (JSON Schema, any JSON object, a regex or GBNF; core/grammar).
+    // Tokens that cannot continue it are masked before sampling; end tokens
+    // are allowed only where it may end.
+    grammar::GrammarSpec     grammar;
+    // Tool calling, for a chat request whose conversation has tools: how
+    // the model may call them (OpenAI's tool_choice and parallel_tool_calls;
+    // kAuto is OpenAI's default when tools are given). With kNone the tools
+    // are only rendered for the model to see. Otherwise the call format is
+    // read from the chat template (tool_calls.h), the call is constrained
+    // by the format's grammar (from its trigger on, under kAuto), and the
+    // calls come back as Event::tool_call_deltas and, at the end,
+    // Event::tool_calls instead of text. Not together
+    // with `grammar`.
+    ToolChoice               tool_choice;
 };
 
 constexpr int32_t kMaxLogprobs = 20;
@@ -103,9 +121,18 @@ struct Event {
         std::vector<std::pair<int32_t, float>> top;   // Request::prompt_logprobs best, best first
     };
     std::shared_ptr<const std::vector<PromptLogprob>> prompt_logprobs;
+    // A request with tools (Request::tool_choice): the calls as they are
+    // generated, OpenAI's streaming deltas (a call's first delta has its
+    // index, id and name; its arguments' JSON follows in pieces). The call
+    // markup is never in `text`. Any kToken event may carry some.
+    std::vector<ToolCallDelta> tool_call_deltas;
     // kFinish
     FinishReason finish_reason = FinishReason::kLength;
     absl::Status status;     // OK, or why the request ended early (CANCELLED, DEADLINE_EXCEEDED, ...)
+    // A request with tools: every call of the answer, whole (the deltas
+    // added up, the same ids); non-empty means OpenAI's finish_reason
+    // "tool_calls" (unless the answer was cut off: kLength).
+    std::vector<ParsedToolCall> tool_calls;
     Usage        usage;
 };
 

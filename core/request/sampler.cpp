@@ -1,6 +1,9 @@
 // Token sampling. The pipeline per call is:
 //   copy logits -> repetition penalty -> (greedy | temperature -> top-k ->
 //   softmax -> top-p -> min-p -> draw).
+// With a grammar's mask (SampleAllowed) the copy makes forbidden ids -inf
+// and the candidates are the allowed ids only, so every filter after it
+// sees the allowed distribution.
 // Probabilities are kept as unnormalised weights exp((x - max) / T): the
 // largest candidate then has weight exactly 1, which makes the min-p
 // threshold trivial, and renormalising is folded into the final draw.
@@ -275,18 +278,90 @@ int32_t DrawWeighted(const std::vector<int32_t>& ids, const std::vector<float>& 
     return last_positive;
 }
 
+// work = logits with NaN and forbidden ids at -inf. A word at a time: a
+// mask is mostly whole words of allowed or forbidden ids (a vocabulary's
+// ids cluster by their first bytes), and those copy or fill in a tight loop.
+void CopyAllowed(std::span<const float> logits, std::span<const uint64_t> allowed, std::vector<float>& work) {
+    const size_t vocab = logits.size();
+    for (size_t begin = 0; begin < vocab; begin += 64) {
+        const size_t end = std::min(begin + 64, vocab);
+        const uint64_t bits = (begin >> 6) < allowed.size() ? allowed[begin >> 6] : 0;
+        if (bits == 0) {
+            std::fill(work.begin() + begin, work.begin() + end, kNegInf);
+        } else if (bits == ~uint64_t{0}) {
+            for (size_t i = begin; i < end; ++i) work[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
+        } else {
+            for (size_t i = begin; i < end; ++i) {
+                work[i] = ((bits >> (i - begin)) & 1) && !std::isnan(logits[i]) ? logits[i] : kNegInf;
+            }
+        }
+    }
+}
+
+// Weight 0 for the forbidden ids (their -inf logits), a word at a time.
+void ZeroForbidden(std::span<const uint64_t> allowed, std::vector<float>& weights) {
+    const size_t vocab = weights.size();
+    for (size_t begin = 0; begin < vocab; begin += 64) {
+        const uint64_t bits = (begin >> 6) < allowed.size() ? allowed[begin >> 6] : 0;
+        if (bits == ~uint64_t{0}) continue;
+        const size_t end = std::min(begin + 64, vocab);
+        for (size_t i = begin; i < end; ++i) {
+            if (!((bits >> (i - begin)) & 1)) weights[i] = 0.0f;
+        }
+    }
+}
+
+// Greedy over CopyAllowed's output: forbidden ids are -inf there, so the
+// plain argmax is allowed unless every allowed logit is -inf too; then the
+// lowest allowed id (ArgMaxAllowed's rule).
+int32_t ArgMaxOfAllowedCopy(std::span<const float> work, std::span<const uint64_t> allowed) {
+    const int32_t best = ArgMax(work);
+    if (work[best] != kNegInf) return best;
+    return ArgMaxAllowed(work, allowed);
+}
+
+// The allowed ids below `vocab`, ascending (the order Sample's candidates
+// have, so that an all-ones mask draws exactly what no mask draws). One
+// count-trailing-zeros per allowed id: cheap when the mask is sparse.
+void AllowedIds(std::span<const uint64_t> allowed, size_t vocab, std::vector<int32_t>& ids) {
+    ids.clear();
+    const size_t words = std::min(allowed.size(), (vocab + 63) / 64);
+    for (size_t w = 0; w < words; ++w) {
+        for (uint64_t bits = allowed[w]; bits != 0; bits &= bits - 1) {
+            const size_t id = (w << 6) + static_cast<size_t>(std::countr_zero(bits));
+            if (id >= vocab) return;
+            ids.push_back(static_cast<int32_t>(id));
+        }
+    }
+}
+
 }  // namespace
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
 int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+    return SampleImpl(logits, history, nullptr);
+}
+
+int32_t Sampler::SampleAllowed(std::span<const float> logits, std::span<const int32_t> history,
+                               std::span<const uint64_t> allowed) {
+    return SampleImpl(logits, history, &allowed);
+}
+
+int32_t Sampler::SampleImpl(std::span<const float> logits, std::span<const int32_t> history,
+                            const std::span<const uint64_t>* allowed) {
     const size_t vocab = logits.size();
     if (vocab == 0) return -1;   // nothing to choose from; no valid id exists
 
     // NaN would break every comparison below (and the sort's ordering
-    // contract), so a corrupt logit simply becomes an impossible token.
+    // contract), so a corrupt logit simply becomes an impossible token; so
+    // does a token the mask forbids, which then stays out of every filter.
     work_.resize(vocab);
-    for (size_t i = 0; i < vocab; ++i) work_[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
+    if (allowed == nullptr) {
+        for (size_t i = 0; i < vocab; ++i) work_[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
+    } else {
+        CopyAllowed(logits, *allowed, work_);
+    }
 
     if (params_.repetition_penalty != 1.0f && !history.empty()) {
         ApplyRepetitionPenalty(work_, history, params_.repetition_window,
@@ -295,19 +370,30 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
 
     // Written as !(t > 0) so a NaN temperature (unvalidated params) is greedy too.
     const float temperature = params_.temperature;
-    if (!(temperature > 0.0f)) return ArgMax(work_);
+    if (!(temperature > 0.0f)) return allowed ? ArgMaxOfAllowedCopy(work_, *allowed) : ArgMax(work_);
 
-    // Candidate ids: the whole vocabulary in id order, or the top k sorted.
-    order_.resize(vocab);
-    std::iota(order_.begin(), order_.end(), 0);
+    // Candidate ids: the (allowed) vocabulary in id order, or the top k sorted.
+    if (allowed == nullptr) {
+        order_.resize(vocab);
+        std::iota(order_.begin(), order_.end(), 0);
+    } else {
+        AllowedIds(*allowed, vocab, order_);
+        if (order_.empty()) return -1;
+    }
+    // Top-k as if forbidden ids were -inf logits: with fewer allowed ids than
+    // k they are all kept, sorted best first as top-k leaves them, so the
+    // draw is the one Sample makes with those logits.
     const bool top_k_active = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab;
-    if (top_k_active) SelectTopK(order_, work_.data(), static_cast<size_t>(params_.top_k));
+    if (top_k_active) {
+        SelectTopK(order_, work_.data(), std::min(static_cast<size_t>(params_.top_k), order_.size()));
+    }
 
+    // (Forbidden ids are -inf in work_, so its max is the allowed ids' max.)
     const float max_logit = top_k_active ? work_[order_.front()]
                                          : *std::max_element(work_.begin(), work_.end());
     // All -inf: no token has mass. +inf: it dominates every finite logit.
     // Both are degenerate for softmax, so pick the argmax directly.
-    if (std::isinf(max_logit)) return ArgMax(work_);
+    if (std::isinf(max_logit)) return allowed ? ArgMaxOfAllowedCopy(work_, *allowed) : ArgMax(work_);
 
     const bool top_p_active = params_.top_p < 1.0f;
     const bool min_p_active = params_.min_p > 0.0f;
@@ -336,6 +422,9 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
         if (top_k_active) {
             TruncateSortedToNucleus(order_, work_.data(), target);
         } else {
+            // The nucleus is found over the whole vocabulary's weights:
+            // forbidden ids still hold their -inf logit, which is weight 0.
+            if (allowed != nullptr) ZeroForbidden(*allowed, work_);
             KeepNucleusOfVocab(order_, work_, target);
         }
         if (min_p_active) {
@@ -378,6 +467,24 @@ int32_t ArgMax(std::span<const float> logits) {
         const bool best_is_nan = std::isnan(logits[best]);
         if (logits[i] > logits[best] || (best_is_nan && !std::isnan(logits[i]))) {
             best = static_cast<int32_t>(i);
+        }
+    }
+    return best;
+}
+
+int32_t ArgMaxAllowed(std::span<const float> logits, std::span<const uint64_t> allowed) {
+    int32_t best = -1;
+    const size_t words = std::min(allowed.size(), (logits.size() + 63) / 64);
+    for (size_t w = 0; w < words; ++w) {
+        for (uint64_t bits = allowed[w]; bits != 0; bits &= bits - 1) {
+            const size_t id = (w << 6) + static_cast<size_t>(std::countr_zero(bits));
+            if (id >= logits.size()) return best;
+            // As ArgMax: strict > keeps the lowest id on ties, NaN never wins
+            // over a number, and the first allowed id stands when none does.
+            const bool best_is_nan = best >= 0 && std::isnan(logits[best]);
+            if (best < 0 || logits[id] > logits[best] || (best_is_nan && !std::isnan(logits[id]))) {
+                best = static_cast<int32_t>(id);
+            }
         }
     }
     return best;

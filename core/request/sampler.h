@@ -45,9 +45,25 @@ public:
     // repetition penalty). Does not modify `logits`.
     int32_t Sample(std::span<const float> logits, std::span<const int32_t> history);
 
+    // As Sample, drawing only among the allowed ids: bit (id % 64) of
+    // allowed[id / 64] (a grammar's token mask, core/grammar/matcher.h;
+    // ids past the span are not allowed). The mask applies before the
+    // penalty, temperature, top-k, top-p and min-p, so those work over the
+    // allowed ids only; greedy is the argmax over them. The draw is the one
+    // Sample makes from the same logits with the forbidden ids at -inf (so
+    // with every id allowed, exactly Sample's), except that where every
+    // allowed logit is -inf the lowest allowed id is taken. -1 when no id
+    // of the vocabulary is allowed.
+    int32_t SampleAllowed(std::span<const float> logits, std::span<const int32_t> history,
+                          std::span<const uint64_t> allowed);
+
     const SamplingParams& params() const { return params_; }
 
 private:
+    // `allowed` null: every id.
+    int32_t SampleImpl(std::span<const float> logits, std::span<const int32_t> history,
+                       const std::span<const uint64_t>* allowed);
+
     SamplingParams       params_;
     Rng                  rng_;
     std::vector<float>   work_;      // scratch copy of the logits
@@ -58,5 +74,9 @@ private:
 float LogSoftmaxAt(std::span<const float> logits, int32_t id);
 // Index of the largest logit (lowest index on ties).
 int32_t ArgMax(std::span<const float> logits);
+// The same over the ids `allowed` allows (bits as in SampleAllowed), ties
+// and NaN as ArgMax (a number beats NaN; the lowest allowed id when all are
+// NaN); -1 when no id is allowed.
+int32_t ArgMaxAllowed(std::span<const float> logits, std::span<const uint64_t> allowed);
 
 }  // namespace prepack

@@ -40,7 +40,7 @@ grpc::Status PrepareApiRequest(ApiRequest& ar, const prepack_engine* engine, con
                                  " tokens) leaves no room to generate within the context length (" +
                                  std::to_string(model.context_length) + ")");
         }
-        if (!s.ok()) return WithJsonNames(s, ar.api, several ? static_cast<int>(p) : -1);
+        if (!s.ok()) return WithJsonNames(s, ar.api, several ? static_cast<int>(p) : -1, ar.response_format.field);
         if (!max_tokens_set) prepared->request.max_tokens = model.context_length - n_prompt;
         out->prompt_tokens += n_prompt;
         if (ar.echo) {

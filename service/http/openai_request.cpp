@@ -10,6 +10,17 @@ namespace {
 
 namespace openai = prepack::openai;
 
+// ResponseFormat::Kind is sent as GrammarKind (and on as prepack_grammar_kind) by number.
+using FormatKind = openai::ResponseFormat::Kind;
+static_assert(int(FormatKind::kJsonObject) == prepack::v1::GRAMMAR_KIND_JSON_OBJECT &&
+              int(FormatKind::kJsonSchema) == prepack::v1::GRAMMAR_KIND_JSON_SCHEMA &&
+              int(FormatKind::kRegex) == prepack::v1::GRAMMAR_KIND_REGEX &&
+              int(FormatKind::kGbnf) == prepack::v1::GRAMMAR_KIND_GBNF);
+static_assert(prepack::v1::GRAMMAR_KIND_JSON_OBJECT == PREPACK_GRAMMAR_JSON_OBJECT &&
+              prepack::v1::GRAMMAR_KIND_JSON_SCHEMA == PREPACK_GRAMMAR_JSON_SCHEMA &&
+              prepack::v1::GRAMMAR_KIND_REGEX == PREPACK_GRAMMAR_REGEX &&
+              prepack::v1::GRAMMAR_KIND_GBNF == PREPACK_GRAMMAR_GBNF);
+
 // What every prompt of a request shares: sampling, stop strings, log-probs, LazyLLM.
 prepack::v1::GenerateRequest BaseRequest(const openai::ApiRequest& r) {
     prepack::v1::GenerateRequest g;
@@ -33,6 +44,12 @@ prepack::v1::GenerateRequest BaseRequest(const openai::ApiRequest& r) {
     // echo + logprobs: the prompt's tokens scored too (computed in the same
     // prefill; the request then shares no prefix KV, as it needs every row).
     if (r.scores_prompt()) g.set_prompt_logprobs(r.top_logprobs);
+    if (r.response_format.active()) {
+        // ResponseFormat::Kind and GrammarKind share their numbers (openai/request.h).
+        prepack::v1::StructuredOutput* so = g.mutable_structured_output();
+        so->set_kind(static_cast<prepack::v1::GrammarKind>(r.response_format.kind));
+        so->set_text(r.response_format.text);
+    }
     return g;
 }
 
@@ -99,9 +116,16 @@ grpc::Status ParseApiRequest(Api api, const Json& body, const prepack_model_desc
     return grpc::Status::OK;
 }
 
-grpc::Status WithJsonNames(const grpc::Status& status, Api api, int prompt_index) {
+grpc::Status WithJsonNames(const grpc::Status& status, Api api, int prompt_index, const std::string& grammar_field) {
     if (status.ok()) return status;
     std::string m = status.error_message();
+    // The structured output's errors: the field the body gave it in, once
+    // for all prompts (they share it).
+    for (const std::string from : {"structured_output.text", "structured_output.kind", "structured_output"}) {
+        if (!grammar_field.empty() && m.rfind(from, 0) == 0) {
+            return grpc::Status(status.error_code(), grammar_field + m.substr(from.size()));
+        }
+    }
     // Longest names first: each rule applies to what the ones before left.
     static const std::vector<std::pair<std::regex, std::string>> kChat = {
         {std::regex(R"(messages\.messages)"), "messages"},

@@ -65,9 +65,12 @@ prepack::v1::Conversation ToConversation(const prepack::openai::Chat& chat);
 // An error from the shared request building (request_builder.h), which
 // names GenerateRequest's fields, with the request's JSON names instead
 // ("sampling.max_tokens" -> "max_tokens", "messages.messages[0].role" ->
-// "messages[0].role", "text" -> "prompt"). `prompt_index` >= 0 prefixes
+// "messages[0].role", "text" -> "prompt"; "structured_output.text" ->
+// `grammar_field`, the field that gave the grammar, e.g.
+// "response_format.json_schema.schema"). `prompt_index` >= 0 prefixes
 // "prompt[i]: " for one of several prompts.
-grpc::Status WithJsonNames(const grpc::Status& status, Api api, int prompt_index);
+grpc::Status WithJsonNames(const grpc::Status& status, Api api, int prompt_index,
+                           const std::string& grammar_field = "");
 
 // /tokenize and /detokenize (vLLM's shapes; openai/request.h).
 struct TokenizeRequest {

@@ -85,7 +85,7 @@ extern "C" {
 #define PREPACK_VERSION_PATCH 0
 #define PREPACK_VERSION_STRING "0.1.0"
 /* Bumped whenever a struct gains a field or a function is added. */
-#define PREPACK_ABI_VERSION 8
+#define PREPACK_ABI_VERSION 9
 
 /* The library's version, e.g. "0.1.0"; a static string, never NULL. Compare
 ** with PREPACK_VERSION_STRING to catch a header/library mismatch. */
@@ -228,6 +228,12 @@ typedef struct prepack_stats {
                                               the LRU prefix cache) instead of being computed */
     uint64_t prefix_query_requests;        /* those requests */
     uint64_t prefix_hit_requests;          /* of which read any prompt token from shared KV */
+    /* ABI 9, structured output: grammars the engine compiled (each spec once while it stays in its
+    ** cache), requests that reused a compiled one, and the seconds spent compiling (on the threads
+    ** that submitted the requests, never the engine's loop). */
+    uint64_t grammar_cache_misses;
+    uint64_t grammar_cache_hits;
+    double   grammar_compile_seconds;
 } prepack_stats;
 
 PREPACK_API void prepack_stats_init(prepack_stats *stats);
@@ -330,6 +336,34 @@ PREPACK_API prepack_status prepack_chat_render(const prepack_engine *engine, con
 PREPACK_API void prepack_chat_prompt_free(prepack_chat_prompt *prompt);
 
 /* ------------------------------------------------------------------------
+** Structured output (ABI 9)
+**
+** A request may require its generated text to be a sentence of a grammar:
+** at each step the tokens that cannot continue it are masked before
+** sampling, and the end-of-text token is allowed only where the grammar may
+** end. The text is always bytes of the grammar's language, so a JSON Schema
+** request gives JSON that parses and validates (unless max_tokens or a stop
+** string cuts it short: finish_reason LENGTH / STOP).
+*/
+typedef enum prepack_grammar_kind {
+    PREPACK_GRAMMAR_NONE        = 0,   /* unconstrained (the default) */
+    PREPACK_GRAMMAR_JSON_OBJECT = 1,   /* any JSON object (OpenAI's {"type": "json_object"}); grammar unused */
+    PREPACK_GRAMMAR_JSON_SCHEMA = 2,   /* grammar: a JSON Schema's JSON text (OpenAI's json_schema; objects
+                                          allow no property the schema does not name, as OpenAI's strict mode) */
+    PREPACK_GRAMMAR_REGEX       = 3,   /* grammar: a regular expression the whole text matches (JSON Schema's
+                                          `pattern` syntax; no backreferences or lookaround) */
+    PREPACK_GRAMMAR_GBNF        = 4    /* grammar: llama.cpp's GBNF, start rule "root" */
+} prepack_grammar_kind;
+
+/* Checks a grammar without running it: OK, or INVALID_ARGUMENT with a
+** message naming the problem (for a schema, the keyword and its JSON
+** pointer; for GBNF, the line and column; an unknown kind; NULL grammar
+** text for a kind that needs it). What prepack_generate_start() would refuse
+** for request.grammar_kind/grammar, found before any request starts (a
+** server answers 400 before it streams). Needs no engine. Thread-safe. */
+PREPACK_API prepack_status prepack_grammar_check(prepack_grammar_kind kind, const char *grammar);
+
+/* ------------------------------------------------------------------------
 ** Requests
 */
 typedef struct prepack_request {
@@ -349,7 +383,7 @@ typedef struct prepack_request {
     const char *const *stop;                /* stop strings (NUL-terminated), n_stop of them */
     size_t             n_stop;
     int32_t            logprobs;            /* alternatives reported per token, 0..20; default 0 */
-    int32_t            ignore_eos;          /* default 0 */
+    int32_t            ignore_eos;          /* default 0; not with a grammar (ABI 9) */
     int64_t            deadline_ms;         /* from submission; 0 (default) = none */
     /* LazyLLM pruning of the prompt (Fu et al. 2024). The prompt is prefilled
     ** in one step; tokens its last token barely attends to skip later layers. */
@@ -373,6 +407,10 @@ typedef struct prepack_request {
                                                evaluation harnesses score texts by). The request then
                                                computes its whole prompt itself (no shared prefix); not
                                                with lazy */
+    prepack_grammar_kind grammar_kind;      /* ABI 9: structured output (see above); default NONE */
+    const char        *grammar;             /* ABI 9: the kind's text, NUL-terminated (the schema, regex or
+                                               GBNF); NULL for NONE and JSON_OBJECT. Refused (INVALID_ARGUMENT
+                                               naming the problem) as prepack_grammar_check() refuses it */
 } prepack_request;
 
 /* Fills *request with defaults (and struct_size). NULL is ignored. */

@@ -601,7 +601,8 @@ def test_field_errors(stories):
             c.completions.create(model=m, **kw)
         expect_error(e, 400, param=param, type_="invalid_request_error")
     chat_cases = [
-        (dict(response_format={"type": "json_object"}), "response_format"),
+        (dict(response_format={"type": "structural_tag"}), "response_format.type"),
+        (dict(response_format={"type": "json_schema", "json_schema": {"schema": {}}}), "response_format.json_schema.name"),
         (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "tool_choice"),
         (dict(tools=[{"type": "function", "function": {"name": "f"}}], tool_choice="auto"), "tool_choice"),
         (dict(top_logprobs=3), "top_logprobs"),

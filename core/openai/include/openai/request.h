@@ -6,7 +6,8 @@
 // is any field it does not define, except prepack's extensions (top_k,
 // min_p, repetition_penalty, ignore_eos, chat_template_kwargs,
 // add_generation_prompt, lazy, lazy_schedule, lazy_keep_ratio,
-// lazy_revive_limit). Nothing is silently ignored.
+// lazy_revive_limit, and the structured-output fields of vLLM and
+// llama.cpp: see ResponseFormat). Nothing is silently ignored.
 //
 // Errors are absl::Status, INVALID_ARGUMENT (or NOT_FOUND for the model)
 // with messages "FIELD: why", FIELD in the request's own JSON names
@@ -53,6 +54,36 @@ struct Lazy {
     std::optional<float>       keep_ratio;
     std::optional<int32_t>     revive_limit;
 };
+
+// Structured output: what the generated text must be. OpenAI's
+// response_format ({"type": "json_object"}, {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict"?, "description"?}}), on both
+// endpoints as vLLM takes it, and the same constraint under the names other
+// servers use: response_format {"type": "regex", "regex"} and {"type":
+// "grammar", "grammar"} (prepack's), llama.cpp's {"type": "json_object",
+// "schema"} and top-level "grammar" (GBNF), vLLM's guided_json,
+// guided_regex, guided_grammar, guided_choice and structured_outputs {json,
+// json_object, regex, grammar, choice}. At most one of them per request.
+//
+// Here only the shape is checked; the grammar itself (a schema's keywords, a
+// regex, GBNF) is checked where it is compiled (the C ABI's
+// prepack_grammar_check, the engine), whose errors go out prefixed with
+// `field`. Kind numbers are those of prepack_grammar_kind and the engine's
+// GrammarSpec::Kind.
+struct ResponseFormat {
+    enum class Kind : int32_t { kText = 0, kJsonObject = 1, kJsonSchema = 2, kRegex = 3, kGbnf = 4 };
+    Kind        kind = Kind::kText;   // kText: unconstrained
+    std::string text;                 // kJsonSchema: the schema's JSON text; kRegex: the pattern; kGbnf: the grammar
+    std::string name;                 // json_schema.name ("" when not given that way)
+    bool        strict = false;       // json_schema.strict (the output is held to the schema either way)
+    std::string field;                // the request field that gave `text` (or the constraint), for errors:
+                                      // "response_format.json_schema.schema", "guided_regex", ...
+
+    bool active() const { return kind != Kind::kText; }
+};
+
+// guided_choice and structured_outputs.choice: at most this many choices.
+constexpr size_t kMaxGuidedChoices = 256;
 
 struct ToolCall {
     std::string id;          // optional
@@ -101,6 +132,7 @@ struct ApiRequest {
     bool                    echo = false;            // completions: the prompt first
     std::optional<uint64_t> seed;                    // choice i samples with seed + i
     std::string             user;                    // the caller's end-user id (logged)
+    ResponseFormat          response_format;         // structured output (kText: none)
 
     // echo + logprobs: the echoed prompt's tokens are scored as well (the
     // first token brings their log-probs, with top_logprobs alternatives).
