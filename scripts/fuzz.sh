@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-"fuzz_gguf fuzz_tokenizer fuzz_jinja fuzz_capi_request fuzz_service_request"}
+TARGETS=${*:-"fuzz_gguf fuzz_tokenizer fuzz_jinja fuzz_grammar fuzz_capi_request fuzz_service_request"}
 DIR=build-fuzz
 JOBS=${JOBS:-2}
 
