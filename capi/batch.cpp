@@ -68,8 +68,8 @@ prepack_status prepack_generate_batch(prepack_engine* engine, const prepack_requ
         if (options != nullptr && !CopySized(options, &o)) {
             return Fail(PREPACK_INVALID_ARGUMENT, "options.struct_size is not set (call prepack_batch_options_init)");
         }
-        // calloc: results not yet filled stay valid (empty) to free.
-        auto* out = static_cast<prepack_result*>(std::calloc(n, sizeof(prepack_result)));
+        // Zeroed: results not yet filled stay valid (empty) to free.
+        prepack_result* out = AllocateResults(n);
         if (out == nullptr) return Fail(PREPACK_RESOURCE_EXHAUSTED, "out of memory");
         std::unique_ptr<prepack_result, std::function<void(prepack_result*)>> owned(
             out, [n](prepack_result* r) { prepack_results_free(r, n); });
@@ -81,18 +81,28 @@ prepack_status prepack_generate_batch(prepack_engine* engine, const prepack_requ
         for (size_t i = 0; i < n; ++i) {
             std::vector<int32_t> tokens;
             std::string text;
+            ResultExtra& extra = *ResultExtras(out, i);
             prepack_event e;
             prepack_event_init(&e);
             while (prepack_stream_next(streams[i].get(), -1, &e) == PREPACK_OK) {
                 if (e.kind == PREPACK_EVENT_TOKEN) {
                     tokens.push_back(e.token);
                     text.append(e.text, e.text_len);
+                    if (e.reasoning != nullptr) extra.reasoning.append(e.reasoning, e.reasoning_len);
                     continue;
                 }
                 out[i].finish_reason = e.finish_reason;
                 out[i].status = e.status;
                 out[i].usage = e.usage;
                 out[i].message = CopyString(e.message);
+                for (size_t k = 0; k < e.n_tool_calls; ++k) {
+                    const prepack_tool_call& c = e.tool_calls[k];
+                    extra.calls.push_back({c.id, c.name, std::string(c.arguments, c.arguments_len)});
+                }
+            }
+            // The views last: `calls` no longer moves.
+            for (const prepack::ParsedToolCall& c : extra.calls) {
+                extra.views.push_back({c.id.c_str(), c.name.c_str(), c.arguments.c_str(), c.arguments.size()});
             }
             out[i].tokens = static_cast<int32_t*>(std::malloc(std::max<size_t>(tokens.size(), 1) * sizeof(int32_t)));
             if (out[i].tokens == nullptr) throw std::bad_alloc();
@@ -109,14 +119,6 @@ prepack_status prepack_generate_batch(prepack_engine* engine, const prepack_requ
     });
 }
 
-void prepack_results_free(prepack_result* results, size_t n) {
-    if (results == nullptr) return;
-    for (size_t i = 0; i < n; ++i) {
-        std::free(results[i].tokens);
-        std::free(results[i].text);
-        std::free(results[i].message);
-    }
-    std::free(results);
-}
+void prepack_results_free(prepack_result* results, size_t n) { FreeResults(results, n); }
 
 }  // extern "C"

@@ -34,6 +34,8 @@ struct prepack_stream {
     std::vector<float>               prompt_logprobs;
     std::vector<int32_t>             prompt_top_ids;
     std::vector<float>               prompt_top_logprobs;
+    std::vector<prepack_tool_call_delta> tool_call_deltas;   // views of current.tool_call_deltas
+    std::vector<prepack_tool_call>   tool_calls;             // views of current.tool_calls
 };
 
 namespace prepack::capi {
@@ -102,6 +104,35 @@ absl::StatusOr<grammar::GrammarSpec> ToGrammarSpec(const prepack_grammar_kind& k
 // A request's grammar: none when the caller's struct (caller_struct_size
 // bytes) predates ABI 9's grammar fields.
 absl::StatusOr<grammar::GrammarSpec> RequestGrammar(const prepack_request& r, size_t caller_struct_size);
+// A request's tool choice: NONE when the caller's struct (caller_struct_size
+// bytes) predates ABI 9's tool fields; INVALID_ARGUMENT for an unknown
+// mode, a function name missing or given where the mode takes none.
+// Whether the request has tools is checked by CheckToolChoice.
+absl::StatusOr<ToolChoice> RequestToolChoice(const prepack_request& r, size_t caller_struct_size);
+// `request`'s tool choice against what else it asks for: REQUIRED and
+// FUNCTION need a conversation with tools; calls leave no room for a
+// grammar or ignore_eos. A choice with no tools to call becomes NONE.
+absl::Status CheckToolChoice(Request* request);
+// The C views of an event's tool calls (TOKEN: deltas, END: whole calls),
+// pointing into s->current and kept in *s.
+void FillToolCalls(prepack_stream* s, prepack_event* event);
+
+// Batch results: the array prepack_generate_batch() hands out has a hidden
+// block in front of it, holding what prepack_result has no field for
+// (prepack_result's layout is fixed: callers index the array), which
+// prepack_result_tool_calls() and prepack_result_reasoning() read.
+struct ResultExtra {
+    std::string                  reasoning;
+    std::vector<ParsedToolCall>  calls;   // owned strings
+    std::vector<prepack_tool_call> views;   // point into `calls`; made once `calls` is complete
+};
+// n zeroed results with their extras; nullptr when out of memory.
+prepack_result* AllocateResults(size_t n);
+// Result i's extras; nullptr when `results` is not AllocateResults' or i is out of range.
+ResultExtra* ResultExtras(const prepack_result* results, size_t i);
+// Frees what AllocateResults made (and the results' own fields).
+void FreeResults(prepack_result* results, size_t n);
+
 // The engine's conversation for a caller's prepack_chat (INVALID_ARGUMENT
 // naming a C-level field: NULLs, bad JSON); the conversation's own shape is
 // checked when the engine renders it.

@@ -48,6 +48,8 @@ absl::StatusOr<Request> ToRequest(const prepack_request* in) {
     out.lazy_revive_limit = r.lazy_revive_limit;
     out.prompt_logprobs = r.prompt_logprobs;
     PP_ASSIGN_OR_RETURN(out.grammar, RequestGrammar(r, in->struct_size));
+    PP_ASSIGN_OR_RETURN(out.tool_choice, RequestToolChoice(r, in->struct_size));
+    PP_RETURN_IF_ERROR(CheckToolChoice(&out));
     return out;
 }
 
@@ -128,6 +130,7 @@ void FillEvent(prepack_stream* s, prepack_event* out) {
         ev.usage = ToC(e.usage);
         ev.reasoning_tokens = e.usage.reasoning_tokens;
     }
+    FillToolCalls(s, &ev);
     WriteSized(ev, out);
 }
 
@@ -145,6 +148,8 @@ void prepack_request_init(prepack_request* r) {
     r->top_p = 1.0f;
     r->repetition_penalty = 1.0f;
     r->prompt_logprobs = -1;
+    r->tool_choice = PREPACK_TOOL_CHOICE_AUTO;
+    r->parallel_tool_calls = 1;
 }
 
 void prepack_event_init(prepack_event* e) {

@@ -22,6 +22,7 @@ void AddBenchPrefill(CLI::App& bench, int* exit_code);
 void AddBenchBatch(CLI::App& bench, int* exit_code);
 void AddBenchLazy(CLI::App& bench, int* exit_code);
 void AddBenchKernels(CLI::App& bench, int* exit_code);
+void AddBenchGrammar(CLI::App& bench, int* exit_code);
 void AddEvalLazy(CLI::App& eval, int* exit_code);
 
 }  // namespace prepack::cli

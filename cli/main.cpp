@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     prepack::cli::AddBenchBatch(*bench, &exit_code);
     prepack::cli::AddBenchLazy(*bench, &exit_code);
     prepack::cli::AddBenchKernels(*bench, &exit_code);
+    prepack::cli::AddBenchGrammar(*bench, &exit_code);
     CLI::App* eval = app.add_subcommand("eval", "Accuracy evaluations that print figures (and JSON with --json)");
     eval->require_subcommand(1);
     prepack::cli::AddEvalLazy(*eval, &exit_code);

@@ -77,6 +77,14 @@ absl::StatusOr<std::shared_ptr<const Conversation>> ToConversation(const openai:
     return std::shared_ptr<const Conversation>(std::move(c));
 }
 
+// ToolChoice::Mode of the openai library and of the engine share their numbers.
+using ApiToolMode = openai::ToolChoice::Mode;
+using EngineToolMode = ToolChoice::Mode;
+static_assert(int(ApiToolMode::kNone) == int(EngineToolMode::kNone) &&
+              int(ApiToolMode::kAuto) == int(EngineToolMode::kAuto) &&
+              int(ApiToolMode::kRequired) == int(EngineToolMode::kRequired) &&
+              int(ApiToolMode::kFunction) == int(EngineToolMode::kFunction));
+
 // What every choice shares: sampling, stopping, log-probs, LazyLLM.
 Request BaseRequest(const openai::ApiRequest& r) {
     Request q;
@@ -97,6 +105,11 @@ Request BaseRequest(const openai::ApiRequest& r) {
     // ResponseFormat::Kind and GrammarSpec::Kind share their numbers (openai/request.h).
     q.grammar.kind = static_cast<grammar::GrammarSpec::Kind>(r.response_format.kind);
     q.grammar.text = r.response_format.text;
+    // Tool calling (chat): kNone leaves the tools render-only.
+    const openai::ToolChoice& tc = r.chat.tool_choice;
+    q.tool_choice.mode = r.api == openai::Api::kChat ? static_cast<EngineToolMode>(tc.mode) : EngineToolMode::kNone;
+    q.tool_choice.function = tc.function;
+    q.tool_choice.parallel = tc.parallel;
     return q;
 }
 
@@ -174,6 +187,13 @@ absl::StatusOr<EngineRequests> ToEngineRequests(const openai::ApiRequest& r, con
 
 void AddToken(const openai::ApiRequest& r, const Event& e, int32_t first_token, openai::Choice* c) {
     c->reasoning += e.reasoning;
+    // The calls, added up from their deltas (the same calls, ids included,
+    // as the finish event's; BatchResult keeps only text).
+    if (!e.tool_call_deltas.empty()) {
+        std::vector<openai::ToolCallDelta> deltas;
+        for (const ToolCallDelta& d : e.tool_call_deltas) deltas.push_back({d.index, d.id, d.name, d.arguments});
+        openai::AddToolCallDeltas(deltas, &c->tool_calls);
+    }
     if (!r.logprobs) return;
     if (r.scores_prompt() && c->logprobs.empty()) {
         std::vector<openai::TokenLogprob> scored;

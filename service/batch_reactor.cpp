@@ -210,6 +210,7 @@ bool BatchReactor::ReadOne(Running* run, int64_t timeout_ms, bool* got_event) {
     }
     r.set_finish_reason(ToProto(ev.finish_reason));
     FillUsage(ev, r.mutable_usage());
+    AddToolCalls(ev, r.mutable_tool_calls());
     grpc::StatusCode code = static_cast<grpc::StatusCode>(ev.status);
     std::string message = ev.message;
     if (code == grpc::StatusCode::CANCELLED && server_cancelled()) {

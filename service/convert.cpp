@@ -1,6 +1,8 @@
 #include "convert.h"
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace prepackd {
 
@@ -51,6 +53,34 @@ void AddPromptLogprobs(const prepack_event& e, google::protobuf::RepeatedPtrFiel
             top->set_token_id(e.prompt_top_ids[i * e.prompt_n_top + k]);
             top->set_logprob(e.prompt_top_logprobs[i * e.prompt_n_top + k]);
         }
+    }
+}
+
+namespace {
+
+std::string Utf8(const char* s, size_t n) { return s == nullptr ? std::string() : ToValidUtf8(std::string_view(s, n)); }
+std::string Utf8(const char* s) { return s == nullptr ? std::string() : ToValidUtf8(std::string_view(s)); }
+
+}  // namespace
+
+void AddToolCallDeltas(const prepack_event& e, google::protobuf::RepeatedPtrField<prepack::v1::ToolCallDelta>* out) {
+    for (size_t i = 0; i < e.n_tool_call_deltas; ++i) {
+        const prepack_tool_call_delta& d = e.tool_call_deltas[i];
+        prepack::v1::ToolCallDelta* t = out->Add();
+        t->set_index(d.index);
+        t->set_id(Utf8(d.id));
+        t->set_name(Utf8(d.name));
+        t->set_arguments(Utf8(d.arguments, d.arguments_len));
+    }
+}
+
+void AddToolCalls(const prepack_event& e, google::protobuf::RepeatedPtrField<prepack::v1::ToolCall>* out) {
+    for (size_t i = 0; i < e.n_tool_calls; ++i) {
+        const prepack_tool_call& c = e.tool_calls[i];
+        prepack::v1::ToolCall* t = out->Add();
+        t->set_id(Utf8(c.id));
+        t->set_name(Utf8(c.name));
+        t->set_arguments_json(Utf8(c.arguments, c.arguments_len));
     }
 }
 

@@ -21,6 +21,12 @@ void AddLogprob(const prepack_event& event, prepack::v1::TokenLogprob* out);
 // The prompt's log-probs a first TOKEN event carries (none on the others).
 void AddPromptLogprobs(const prepack_event& event, google::protobuf::RepeatedPtrField<prepack::v1::TokenLogprob>* out);
 
+// A TOKEN event's tool-call deltas, appended to *out.
+void AddToolCallDeltas(const prepack_event& event,
+                       google::protobuf::RepeatedPtrField<prepack::v1::ToolCallDelta>* out);
+// An END event's whole tool calls, appended to *out.
+void AddToolCalls(const prepack_event& end, google::protobuf::RepeatedPtrField<prepack::v1::ToolCall>* out);
+
 // Protobuf strings must be UTF-8: bytes that are not (a lone byte-fallback
 // token, say) become U+FFFD (ToValidUtf8); ValidUtf8Prefix is where a proto3
 // string field stops being decodable. The rules are OpenAI's JSON's too

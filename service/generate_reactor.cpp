@@ -90,6 +90,7 @@ grpc::Status GenerateReactor::Run(RequestRecord* rec) {
             }
             if (logprobs) AddLogprob(ev, r.add_logprobs());
             AddPromptLogprobs(ev, r.mutable_prompt_logprobs());   // the first response of a request that asked
+            AddToolCallDeltas(ev, r.mutable_tool_call_deltas());
             Push(r);   // false: the client is gone; read on to the END event
             continue;
         }
@@ -101,6 +102,7 @@ grpc::Status GenerateReactor::Run(RequestRecord* rec) {
             prepack::v1::GenerateResponse last;
             last.set_finish_reason(ToProto(ev.finish_reason));
             FillUsage(ev, last.mutable_usage());
+            AddToolCalls(ev, last.mutable_tool_calls());
             Push(last);
         }
         return ToGrpc(ev.status, ev.message);

@@ -14,6 +14,12 @@
 namespace prepackd {
 namespace {
 
+// prepack.v1's ToolChoiceMode is the C ABI's prepack_tool_choice by number.
+static_assert(int(prepack::v1::TOOL_CHOICE_MODE_NONE) == int(PREPACK_TOOL_CHOICE_NONE) &&
+              int(prepack::v1::TOOL_CHOICE_MODE_AUTO) == int(PREPACK_TOOL_CHOICE_AUTO) &&
+              int(prepack::v1::TOOL_CHOICE_MODE_REQUIRED) == int(PREPACK_TOOL_CHOICE_REQUIRED) &&
+              int(prepack::v1::TOOL_CHOICE_MODE_FUNCTION) == int(PREPACK_TOOL_CHOICE_FUNCTION));
+
 constexpr int    kMaxTopLogprobs = 20;   // the engine's limit (prepack.h: logprobs 0..20)
 constexpr size_t kMaxStop = 16;
 constexpr size_t kMaxStopBytes = 256;
@@ -169,9 +175,49 @@ grpc::Status CheckStructuredOutput(const prepack::v1::StructuredOutput& so, cons
                                    " (0 NONE, 1 JSON_OBJECT, 2 JSON_SCHEMA, 3 REGEX, 4 GBNF)");
 }
 
+grpc::Status CheckToolChoice(const prepack::v1::GenerateRequest& in, const std::string& f) {
+    const prepack::v1::ToolChoice& tc = in.tool_choice();
+    // "REQUIRED", as the C ABI and the docs say it.
+    std::string mode = prepack::v1::ToolChoiceMode_Name(tc.mode());
+    if (mode.rfind("TOOL_CHOICE_MODE_", 0) == 0) mode = mode.substr(17);
+    switch (tc.mode()) {
+        case prepack::v1::TOOL_CHOICE_MODE_NONE:
+        case prepack::v1::TOOL_CHOICE_MODE_AUTO:
+        case prepack::v1::TOOL_CHOICE_MODE_REQUIRED:
+            if (!tc.function().empty()) {
+                return Invalid(f, ".function", "must be empty for " + mode + " (only FUNCTION names a tool)");
+            }
+            break;
+        case prepack::v1::TOOL_CHOICE_MODE_FUNCTION:
+            if (tc.function().empty()) return Invalid(f, ".function", "required for FUNCTION (the tool to call)");
+            if (grpc::Status s = NoNul(tc.function(), f + ".function"); !s.ok()) return s;
+            break;
+        default:
+            return Invalid(f, ".mode", "unknown value " + std::to_string(tc.mode()) +
+                                           " (0 NONE, 1 AUTO, 2 REQUIRED, 3 FUNCTION)");
+    }
+    if (tc.mode() == prepack::v1::TOOL_CHOICE_MODE_NONE) return grpc::Status::OK;
+    const bool tools = in.prompt_case() == prepack::v1::GenerateRequest::kChat && !in.chat().tools_json().empty();
+    if (!tools) {
+        // AUTO with nothing to call is plain text; the others ask for a call.
+        if (tc.mode() == prepack::v1::TOOL_CHOICE_MODE_AUTO) return grpc::Status::OK;
+        return Invalid(f, ".mode", mode + " needs tools to call (a conversation with tools_json)");
+    }
+    if (in.structured_output().kind() != prepack::v1::GRAMMAR_KIND_NONE) {
+        return Invalid(f, ".mode", mode + " conflicts with structured_output: the tool-call format decides the "
+                                          "answer's shape (with NONE the tools are only shown to the model)");
+    }
+    if (in.sampling().ignore_eos()) {
+        return Invalid(f, ".mode", mode + " conflicts with sampling.ignore_eos: the tool-call format decides where "
+                                          "the answer may end");
+    }
+    return grpc::Status::OK;
+}
+
 grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::string& p, const prepack_model_desc& model,
                           uint64_t max_prompt_bytes, const std::string& chat_field) {
     if (grpc::Status s = CheckStructuredOutput(in.structured_output(), p + "structured_output"); !s.ok()) return s;
+    if (grpc::Status s = CheckToolChoice(in, p + "tool_choice"); !s.ok()) return s;
     if (in.sampling().ignore_eos() && in.structured_output().kind() != prepack::v1::GRAMMAR_KIND_NONE) {
         return Invalid(p, "sampling.ignore_eos", "conflicts with structured_output: a grammar decides where the "
                                                  "output may end");
@@ -311,6 +357,12 @@ grpc::Status BuildChat(const prepack::v1::Conversation& c, const std::string& f,
                 return Invalid(f, ".tools_json", "item " + std::to_string(k) + " must be an object, got " +
                                                      tools[k].type_name());
             }
+            // For a named tool_choice; the engine checks the tools themselves.
+            const auto function = tools[k].find("function");
+            if (function != tools[k].end() && function->is_object()) {
+                const auto name = function->find("name");
+                if (name != function->end() && name->is_string()) out->tool_names.push_back(name->get<std::string>());
+            }
         }
         chat.tools_json = c.tools_json().c_str();
     }
@@ -359,6 +411,7 @@ prepack::v1::GenerateRequest ToGenerateRequest(prepack::v1::ChatRequest* in) {
     out.set_logprobs(in->logprobs());
     out.set_top_logprobs(in->top_logprobs());
     if (in->has_structured_output()) out.mutable_structured_output()->Swap(in->mutable_structured_output());
+    if (in->has_tool_choice()) out.mutable_tool_choice()->Swap(in->mutable_tool_choice());
     return out;
 }
 
@@ -443,6 +496,22 @@ grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::s
         }
         r.grammar_kind = kind;
         r.grammar = text;
+    }
+
+    // Tool calling. Unset is NONE here (the C ABI's default is AUTO): a
+    // client that predates tool_choice keeps its tools render-only.
+    const prepack::v1::ToolChoice& tc = in.tool_choice();
+    r.tool_choice = static_cast<prepack_tool_choice>(tc.mode());
+    r.parallel_tool_calls = !tc.has_parallel_tool_calls() || tc.parallel_tool_calls() ? 1 : 0;
+    if (tc.mode() == prepack::v1::TOOL_CHOICE_MODE_FUNCTION) {
+        const std::vector<std::string>& names = out->chat.tool_names;
+        if (std::find(names.begin(), names.end(), tc.function()) == names.end()) {
+            std::string listed;
+            for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+            return Invalid(p, "tool_choice.function",
+                           "\"" + tc.function() + "\" is not one of the tools (" + listed + ")");
+        }
+        r.tool_choice_function = tc.function().c_str();
     }
 
     if (deadline != std::chrono::system_clock::time_point::max()) {

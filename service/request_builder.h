@@ -34,6 +34,7 @@ public:
     std::vector<prepack_chat_message>     messages;
     std::vector<std::vector<const char*>> parts;        // per message: its content_parts
     std::vector<std::string>              tool_calls;   // per message: tool_calls_json ("" = none)
+    std::vector<std::string>              tool_names;   // tools_json's function names, in order
 };
 
 // A prepack_request and the storage its pointers borrow. Not copyable or
@@ -71,7 +72,7 @@ grpc::Status CheckRequest(const prepack::v1::GenerateRequest& in, const std::str
 // prepack_chat_render), builds a structured output's grammar once to refuse
 // a bad one (prepack_grammar_check: INVALID_ARGUMENT naming
 // structured_output.text) and fills *out, which borrows from `in` for a chat
-// request. `deadline` is the call's deadline (system_clock::time_point::max()
+// request (a named tool_choice must name one of its tools). `deadline` is the call's deadline (system_clock::time_point::max()
 // for none); the time left goes to the engine as deadline_ms. Returns
 // CheckRequest's errors, RenderChat's, OUT_OF_RANGE when the prompt plus
 // max_tokens exceed the context, or DEADLINE_EXCEEDED when the deadline
@@ -80,6 +81,13 @@ grpc::Status PrepareRequest(const prepack::v1::GenerateRequest& in, const std::s
                             const prepack_engine* engine, const prepack_model_desc& model, uint64_t max_prompt_bytes,
                             std::chrono::system_clock::time_point deadline, PreparedRequest* out,
                             const std::string& chat_field = "chat");
+
+// The checks of a tool choice that need no JSON parsed: a known mode, a
+// function exactly for FUNCTION, REQUIRED and FUNCTION only on a chat with
+// tools_json, a mode other than NONE not with structured_output or
+// ignore_eos. Errors name `field` ("tool_choice", "requests[2].tool_choice").
+// Whether the function is one of the tools is PrepareRequest's check.
+grpc::Status CheckToolChoice(const prepack::v1::GenerateRequest& in, const std::string& field);
 
 // The checks of a structured output that need no grammar built: a known
 // kind, text present exactly when the kind takes it, no NUL character in it.
@@ -109,7 +117,8 @@ grpc::Status CheckConversation(const prepack::v1::Conversation& c, const std::st
 // Fills *out from `c` (after CheckConversation): tool calls become the
 // C ABI's tool_calls_json, [{"id", "type": "function", "function": {"name",
 // "arguments": <the arguments_json object>}}]; tools_json must be a JSON
-// list of objects and chat_template_kwargs_json a JSON object.
+// list of objects (their function names go to out->tool_names; the engine
+// checks the rest of each tool) and chat_template_kwargs_json a JSON object.
 // INVALID_ARGUMENT naming the field for bad JSON. `c` must outlive *out.
 grpc::Status BuildChat(const prepack::v1::Conversation& c, const std::string& field, PreparedChat* out);
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -123,6 +124,47 @@ TEST(ChatCli, PipedTurnsKeepHistoryAndMatchGreedyGeneration) {
     // After /reset the same question gets the same answer; the second turn,
     // asked with the first in its history, is a different answer.
     EXPECT_NE(out.find(first, first.size()), std::string::npos) << out;
+}
+
+// --tools with --tool-choice required: each answer is calls, printed as
+// one JSON line in OpenAI's shape, whose arguments parse as the tool's
+// schema asks; "/tool TEXT" answers the call and the model answers again.
+TEST(ChatCli, ToolCallsPrintAsOpenAiJson) {
+    PREPACK_REQUIRE_CHAT_MODEL();
+    const std::string tools = TempFile("cli_chat_tools.json", R"([{"type": "function", "function": {
+        "name": "get_weather", "description": "Get the current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 32}},
+                       "required": ["city"], "additionalProperties": false}}}])");
+    const std::string input = TempFile("cli_chat_tools.txt", "What is the weather in Paris?\n/tool {\"sky\": \"cloudy\"}\n");
+    int code = 0;
+    const std::string out = testing::RunCli("chat --model " + Quote(testing::ChatModelPath()) + " --tools " + tools +
+                                                " --tool-choice required --no-parallel-tool-calls --policy fcfs "
+                                                "--temperature 0 --max-tokens 64 --threads 2 < " + input,
+                                            &code);
+    ASSERT_EQ(code, 0) << out;
+    int answers = 0;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+        const json j = json::parse(line, nullptr, false);
+        ASSERT_TRUE(j.is_object() && j.contains("tool_calls")) << "a forced call has no text: " << line;
+        ASSERT_EQ(j["tool_calls"].size(), 1u) << line;   // --no-parallel-tool-calls
+        const json& call = j["tool_calls"][0];
+        EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u) << line;
+        EXPECT_EQ(call["type"], "function");
+        EXPECT_EQ(call["function"]["name"], "get_weather");
+        const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+        ASSERT_TRUE(args.is_object()) << line;
+        ASSERT_TRUE(args.contains("city") && args["city"].is_string()) << line;
+        EXPECT_EQ(args.size(), 1u) << line;
+        ++answers;
+    }
+    EXPECT_EQ(answers, 2) << out;
+    testing::ExpectCliFailsSaying("chat --model " + Quote(testing::ChatModelPath()) + " --tools " + tools +
+                                      " --tool-choice nope --max-tokens 4 --threads 2 < " + input,
+                                  "\"nope\", which is not in tools");
+    const std::string bad = TempFile("cli_chat_bad_tools.json", R"([{"type": "function", "function": {"name": "a b"}}])");
+    testing::ExpectCliFailsSaying("chat --model " + Quote(testing::ChatModelPath()) + " --tools " + bad + " < " + input,
+                                  "tools[0].function.name");
 }
 
 TEST(ChatCli, ModelWithoutTemplateNamesTheWayOut) {

@@ -209,6 +209,13 @@ Assembled StreamInPieces(ToolCallFormat f, const std::string& trigger, const std
         at += n;
     }
     add(s.Finish());
+    // The stream's own account of the calls is the deltas added up.
+    EXPECT_EQ(s.calls().size(), a.names.size());
+    for (size_t i = 0; i < std::min(s.calls().size(), a.names.size()); ++i) {
+        EXPECT_EQ(s.calls()[i].id, a.ids[i]);
+        EXPECT_EQ(s.calls()[i].name, a.names[i]);
+        EXPECT_EQ(s.calls()[i].arguments, a.arguments[i]);
+    }
     return a;
 }
 
@@ -320,6 +327,53 @@ TEST(ToolCalls, GenericGrammarHoldsCallsOrAResponse) {
     EXPECT_FALSE(accepts({ToolChoice::Mode::kFunction, "get_weather", true}, call));
     EXPECT_FALSE(accepts({ToolChoice::Mode::kRequired, "", true},
                          "{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {\"zone\": \"PST\"}}]}"));
+}
+
+// The conversation a request with tools renders: the generic format's
+// system prompt in front of the conversation's own system message (or as
+// one), every other format's conversation untouched; nothing at all
+// without tools or under tool_choice none.
+TEST(ToolCalls, SetupPutsTheGenericPromptInFrontOfTheSystemMessage) {
+    const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "get_time", "parameters": {}}}])");
+    auto conversation = [&](Json messages) {
+        auto c = std::make_shared<Conversation>();
+        c->messages = std::move(messages);
+        c->tools = tools;
+        return std::shared_ptr<const Conversation>(c);
+    };
+    const Json user = {{"role", "user"}, {"content", "hi"}};
+    const ToolChoice automatic{ToolChoice::Mode::kAuto, "", true};
+    const std::string no_tool_section = "{% for m in messages %}{{ m.content }}{% endfor %}";
+
+    auto plain = PrepareToolCalls(no_tool_section, conversation(Json::array({user})), automatic);
+    ASSERT_TRUE(plain.ok() && plain->has_value()) << plain.status();
+    const ToolCallSetup& p = **plain;
+    EXPECT_EQ(p.plan.format, ToolCallFormat::kGeneric);
+    ASSERT_EQ(p.conversation->messages.size(), 2u);
+    EXPECT_EQ(p.conversation->messages[0], Json({{"role", "system"}, {"content", p.plan.system_prompt}}));
+    EXPECT_EQ(p.conversation->messages[1], user);
+    ASSERT_EQ(p.tools.size(), 1u);
+    EXPECT_EQ(p.tools[0].name, "get_time");
+
+    auto own = conversation(Json::array({{{"role", "system"}, {"content", "Be brief."}}, user}));
+    auto merged = PrepareToolCalls(no_tool_section, own, automatic);
+    ASSERT_TRUE(merged.ok() && merged->has_value());
+    EXPECT_EQ((*merged)->conversation->messages.size(), 2u);
+    EXPECT_EQ((*merged)->conversation->messages[0]["content"], (*merged)->plan.system_prompt + "\n\nBe brief.");
+    EXPECT_EQ(own->messages[0]["content"], "Be brief.") << "the caller's conversation is not changed";
+
+    const std::string hermes = ReadTemplate("Qwen-Qwen2.5-7B-Instruct.jinja");
+    if (!hermes.empty()) {
+        auto h = PrepareToolCalls(hermes, own, automatic);
+        ASSERT_TRUE(h.ok() && h->has_value());
+        EXPECT_EQ((*h)->plan.format, ToolCallFormat::kHermes);
+        EXPECT_EQ((*h)->conversation, own) << "a template with a tool section renders the tools itself";
+    }
+    auto none = PrepareToolCalls(no_tool_section, own, {ToolChoice::Mode::kNone, "", true});
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
+    auto bad = PrepareToolCalls(no_tool_section, own, {ToolChoice::Mode::kFunction, "nope", true});
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

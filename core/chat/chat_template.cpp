@@ -113,6 +113,12 @@ absl::StatusOr<jinja::Rendered> ChatTemplates::RenderContext(const Tokenizer* to
     return e->parsed->Render(context, options);
 }
 
+absl::StatusOr<std::string> ChatTemplates::SourceFor(const Conversation& conversation) const {
+    const bool has_tools = conversation.tools.is_array() && !conversation.tools.empty();
+    PP_ASSIGN_OR_RETURN(const Entry* e, Find(conversation.template_name, has_tools));
+    return e->source;
+}
+
 absl::StatusOr<ChatPrompt> ChatTemplates::Apply(const Tokenizer& tokenizer, const Conversation& conversation,
                                                 bool add_special, std::time_t now) const {
     PP_RETURN_IF_ERROR(ValidateConversation(conversation));

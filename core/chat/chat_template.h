@@ -58,6 +58,12 @@ public:
     absl::StatusOr<jinja::Rendered> RenderContext(const Tokenizer* tokenizer, nlohmann::ordered_json context,
                                                   const std::string& name = "", std::time_t now = 0) const;
 
+    // The source text of the template Apply renders `conversation` with
+    // (its template_name, or "tool_use" when it has tools and the model has
+    // one): what tool calls' format is read from (tool_calls.h). Apply's
+    // errors for a missing or broken template.
+    absl::StatusOr<std::string> SourceFor(const Conversation& conversation) const;
+
 private:
     struct Entry {
         std::string                                source;

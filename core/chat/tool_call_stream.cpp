@@ -73,6 +73,30 @@ std::string ToolCallStream::NextId() {
 }
 
 ToolStreamDelta ToolCallStream::Push(std::string_view text) {
+    ToolStreamDelta out = Read(text);
+    Record(out);
+    return out;
+}
+
+ToolStreamDelta ToolCallStream::Finish() {
+    ToolStreamDelta out = End();
+    Record(out);
+    return out;
+}
+
+void ToolCallStream::Record(const ToolStreamDelta& delta) {
+    for (const ToolCallDelta& d : delta.calls) {
+        // A call's first delta has its index == the calls so far (the
+        // stream numbers calls in order, from 0).
+        if (d.index < 0 || static_cast<size_t>(d.index) > calls_.size()) continue;   // never: indices come in order
+        if (static_cast<size_t>(d.index) == calls_.size()) {
+            calls_.push_back(ParsedToolCall{d.id, d.name, ""});
+        }
+        calls_[static_cast<size_t>(d.index)].arguments += d.arguments;
+    }
+}
+
+ToolStreamDelta ToolCallStream::Read(std::string_view text) {
     ToolStreamDelta out;
     all_ += text;
     if (!in_calls_) {
@@ -174,7 +198,7 @@ void ToolCallStream::Scan(ToolStreamDelta* out) {
     }
 }
 
-ToolStreamDelta ToolCallStream::Finish() {
+ToolStreamDelta ToolCallStream::End() {
     ToolStreamDelta out;
     const ParsedAnswer parsed = ParseToolCalls(format_, all_, tools_);
     if (started_.empty()) {

@@ -49,8 +49,15 @@ public:
 
     // The calls so far / in the end (with their ids).
     int32_t calls_started() const { return static_cast<int32_t>(started_.size()); }
+    // The calls reported so far, whole: every delta added up (after
+    // Finish(): the answer's calls, as Event::tool_calls carries them).
+    const std::vector<ParsedToolCall>& calls() const { return calls_; }
 
 private:
+    ToolStreamDelta Read(std::string_view text);
+    ToolStreamDelta End();
+    // Adds `delta`'s calls to calls_.
+    void Record(const ToolStreamDelta& delta);
     struct Started {
         std::string id;
         size_t      args_begin = 0;   // offset in held_ of the arguments' first byte
@@ -71,6 +78,7 @@ private:
     std::string               all_;                // the whole answer
     std::string               content_sent_;       // content reported so far
     std::vector<Started>      started_;
+    std::vector<ParsedToolCall> calls_;
 };
 
 }  // namespace prepack

@@ -66,19 +66,21 @@ constexpr const char* kGenericSpace = "space ::= \" \"?\n";
 constexpr const char* kJsonString =
     "json-string ::= \"\\\"\" ( [^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} ) )* \"\\\"\"\n";
 
-std::string GenericSystemPrompt(const std::vector<FunctionTool>& tools, const ToolChoice& choice, const Json& listed) {
-    std::string p =
-        "You can call tools to answer the user. Answer with one JSON object and nothing else";
+// Worded with examples rather than placeholders: small models copy a
+// placeholder such as "YOUR ANSWER" into their answer verbatim.
+std::string GenericSystemPrompt(const ToolChoice& choice, const Json& listed) {
+    std::string p = "You can use the tools listed below. Reply with one JSON object and nothing else.\n";
+    absl::StrAppend(&p, "To call a tool, reply like this: {\"tool_calls\": [{\"name\": \"",
+                    listed.empty() ? "" : listed[0]["name"].get<std::string>(),
+                    "\", \"arguments\": {...}}]} (with the name of one of the tools below and arguments that "
+                    "follow its parameters).\n");
     if (choice.mode == ToolChoice::Mode::kAuto) {
-        absl::StrAppend(&p, ": either {\"tool_calls\": [{\"name\": TOOL_NAME, \"arguments\": ARGUMENTS_OBJECT}]} "
-                            "to call tools, or {\"response\": \"YOUR ANSWER\"} to answer directly.");
-    } else {
-        absl::StrAppend(&p, ": {\"tool_calls\": [{\"name\": TOOL_NAME, \"arguments\": ARGUMENTS_OBJECT}]}.");
+        absl::StrAppend(&p, "To answer without a tool, reply like this: {\"response\": \"The capital of France is "
+                            "Paris.\"} (with your own answer).\n");
     }
-    if (!choice.parallel) absl::StrAppend(&p, " Call one tool at a time.");
-    if (choice.mode == ToolChoice::Mode::kFunction) absl::StrAppend(&p, " Call the tool \"", choice.function, "\".");
-    absl::StrAppend(&p, "\n\nTools:\n", listed.dump(2));
-    (void)tools;
+    if (!choice.parallel) absl::StrAppend(&p, "Call one tool at a time.\n");
+    if (choice.mode == ToolChoice::Mode::kFunction) absl::StrAppend(&p, "Call the tool \"", choice.function, "\".\n");
+    absl::StrAppend(&p, "\nTools:\n", listed.dump(2));
     return p;
 }
 
@@ -127,6 +129,10 @@ absl::StatusOr<std::vector<FunctionTool>> ParseFunctionTools(const Json& tools) 
         tool.name = name->get<std::string>();
         if (!names.insert(tool.name).second) {
             return absl::InvalidArgumentError(absl::StrCat(at, ".function.name: \"", tool.name, "\" is listed twice"));
+        }
+        if (auto d = fn->find("description"); d != fn->end() && !d->is_null()) {
+            if (!d->is_string()) return absl::InvalidArgumentError(at + ".function.description: must be a string");
+            tool.description = d->get<std::string>();
         }
         if (auto p = fn->find("parameters"); p != fn->end() && !p->is_null()) {
             if (!p->is_object()) return absl::InvalidArgumentError(at + ".function.parameters: must be an object");
@@ -192,16 +198,58 @@ absl::StatusOr<ToolCallPlan> PlanToolCalls(ToolCallFormat format, const std::vec
             Json listed = Json::array();
             for (size_t i : which) {
                 Json t = {{"name", tools[i].name}};
+                if (!tools[i].description.empty()) t["description"] = tools[i].description;
                 t["parameters"] = tools[i].parameters.is_null() ? Json::object() : tools[i].parameters;
                 listed.push_back(std::move(t));
             }
-            plan.system_prompt = GenericSystemPrompt(tools, choice, listed);
+            plan.system_prompt = GenericSystemPrompt(choice, listed);
             break;
         }
     }
     plan.grammar.kind = grammar::GrammarSpec::Kind::kGbnf;
     plan.grammar.text = absl::StrCat(root, args);
     return plan;
+}
+
+namespace {
+
+// `conversation` with `prompt` in front of its system message (or as one).
+std::shared_ptr<const Conversation> WithSystemPrompt(const Conversation& conversation, const std::string& prompt) {
+    auto out = std::make_shared<Conversation>(conversation);
+    Json& messages = out->messages;
+    const bool has_system = !messages.empty() && messages[0].is_object() && messages[0].value("role", "") == "system";
+    if (!has_system) {
+        messages.insert(messages.begin(), Json{{"role", "system"}, {"content", prompt}});
+        return out;
+    }
+    Json& content = messages[0]["content"];
+    if (content.is_string() && !content.get<std::string>().empty()) {
+        content = prompt + "\n\n" + content.get<std::string>();
+    } else if (content.is_array() && !content.empty()) {
+        // Text parts: the template context joins them with "\n", so the
+        // prompt goes in as a part of its own, ending in a blank line.
+        content.insert(content.begin(), Json{{"type", "text"}, {"text", prompt + "\n"}});
+    } else {
+        content = prompt;
+    }
+    return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<ToolCallSetup>> PrepareToolCalls(std::string_view template_source,
+                                                              std::shared_ptr<const Conversation> conversation,
+                                                              const ToolChoice& choice) {
+    if (!conversation || choice.mode == ToolChoice::Mode::kNone || !conversation->tools.is_array() ||
+        conversation->tools.empty()) {
+        return std::optional<ToolCallSetup>();
+    }
+    ToolCallSetup setup;
+    PP_ASSIGN_OR_RETURN(setup.tools, ParseFunctionTools(conversation->tools));
+    PP_ASSIGN_OR_RETURN(setup.plan, PlanToolCalls(DetectToolCallFormat(template_source), setup.tools, choice));
+    setup.conversation = setup.plan.system_prompt.empty() ? std::move(conversation)
+                                                          : WithSystemPrompt(*conversation, setup.plan.system_prompt);
+    return std::optional<ToolCallSetup>(std::move(setup));
 }
 
 namespace {

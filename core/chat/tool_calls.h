@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/status.h"
+#include "core/chat/conversation.h"
 #include "core/grammar/grammar_spec.h"
 
 namespace prepack {
@@ -35,6 +38,7 @@ ToolCallFormat DetectToolCallFormat(std::string_view template_source);
 
 struct FunctionTool {
     std::string            name;
+    std::string            description;  // shown to the model where the format lists tools itself (generic)
     nlohmann::ordered_json parameters;   // a JSON Schema for the arguments object ({} = any object)
 };
 
@@ -69,6 +73,23 @@ struct ToolCallPlan {
 // and the keyword's JSON pointer).
 absl::StatusOr<ToolCallPlan> PlanToolCalls(ToolCallFormat format, const std::vector<FunctionTool>& tools,
                                            const ToolChoice& choice);
+
+// What a chat request with tools generates under: its tools, checked; the
+// plan for the format `template_source` (the source of the template that
+// renders the conversation) writes calls in; and the conversation to render:
+// `conversation` itself, or for the generic format a copy with the plan's
+// system prompt in front of its own system message ("\n\n" between; a new
+// first message when it has none). nullopt when the conversation has no
+// tools or the choice is kNone (the tools are then only rendered for the
+// model to see). ParseFunctionTools' and PlanToolCalls' errors.
+struct ToolCallSetup {
+    std::vector<FunctionTool>           tools;
+    ToolCallPlan                        plan;
+    std::shared_ptr<const Conversation> conversation;
+};
+absl::StatusOr<std::optional<ToolCallSetup>> PrepareToolCalls(std::string_view template_source,
+                                                              std::shared_ptr<const Conversation> conversation,
+                                                              const ToolChoice& choice);
 
 struct ParsedToolCall {
     std::string id;          // "call_..." where the stream gave it one; ParseToolCalls leaves it ""

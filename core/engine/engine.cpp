@@ -25,6 +25,25 @@ std::vector<std::pair<int32_t, float>> TopLogprobs(std::span<const float> logits
     return out;
 }
 
+// SplitMix64's finalizer: spreads a small seed over all 64 bits (the call
+// ids' generator starts poorly from seeds with few bits set).
+uint64_t MixSeed(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+std::string ToolChoiceName(const ToolChoice& c) {
+    switch (c.mode) {
+        case ToolChoice::Mode::kNone:     return "none";
+        case ToolChoice::Mode::kAuto:     return "auto";
+        case ToolChoice::Mode::kRequired: return "required";
+        case ToolChoice::Mode::kFunction: return absl::StrCat("function \"", c.function, "\"");
+    }
+    return "auto";
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
@@ -98,7 +117,12 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     PP_ASSIGN_OR_RETURN(const int32_t revive_limit, ResolveReviveLimit(request.lazy_revive_limit));
     PP_ASSIGN_OR_RETURN(const LazyScoring scoring, ParseLazyScoring(request.lazy_scoring));
     std::optional<grammar::Matcher> matcher;
-    if (request.grammar.active()) {
+    PP_ASSIGN_OR_RETURN(std::optional<ToolCallSetup> tools, ToolCallsFor(request));
+    if (tools) {
+        // Compiled like a grammar (cached: one spec per tools and choice).
+        PP_ASSIGN_OR_RETURN(matcher, grammars_->NewMatcher(tools->plan.grammar));
+        request.chat = tools->conversation;
+    } else if (request.grammar.active()) {
         if (request.ignore_eos) {
             return absl::InvalidArgumentError(
                 "ignore_eos conflicts with a grammar (structured output): the grammar decides where the output may "
@@ -108,8 +132,16 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
         // a large schema never stalls the engine's loop.
         PP_ASSIGN_OR_RETURN(matcher, grammars_->NewMatcher(request.grammar));
     }
+    const uint64_t seed = request.sampling.seed;
     auto seq = std::make_shared<Sequence>(std::move(request), model_->tokenizer(), c.max_context);
-    if (matcher) seq->output.Constrain(std::move(*matcher));
+    if (tools) {
+        seq->output.ConstrainFrom(tools->plan.trigger, std::move(*matcher));
+        const uint64_t n = tool_requests_.fetch_add(1, std::memory_order_relaxed);
+        seq->output.ReadToolCalls(ToolCallStream(tools->plan.format, std::move(tools->tools), tools->plan.trigger,
+                                                 MixSeed(seed ^ MixSeed(n))));
+    } else if (matcher) {
+        seq->output.Constrain(std::move(*matcher));
+    }
     seq->lazy_schedule = std::move(lazy);
     seq->lazy_revive_limit = revive_limit;
     seq->lazy_scoring = scoring;
@@ -118,7 +150,9 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     seq->tokens = std::move(prompt.ids);
     // A grammar shapes the whole output from its first token, so there is no
     // thinking section to split off (the answer would otherwise be taken for
-    // thoughts when the template opened one).
+    // thoughts when the template opened one). A grammar from a trigger on
+    // (tool calls under "auto") leaves the thinking free: split it off, and
+    // the trigger counts only outside it.
     if (prompt.reasoning && !seq->output.constrained()) seq->output.SplitReasoning(prompt.thinking_open);
     seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
     const int64_t blocks = (int64_t{seq->n_prompt} + 1 + pool_->block_size() - 1) / pool_->block_size();
@@ -132,6 +166,32 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::MakeSequence(Request request) 
     seq->t_submit = NowSeconds();
     seq->deadline = r.deadline_ms > 0 ? seq->t_submit + r.deadline_ms / 1000.0 : 0.0;
     return seq;
+}
+
+absl::StatusOr<std::optional<ToolCallSetup>> Engine::ToolCallsFor(const Request& request) const {
+    const ToolChoice& choice = request.tool_choice;
+    const bool has_tools = request.chat && request.chat->tools.is_array() && !request.chat->tools.empty();
+    if (!has_tools) {
+        if (choice.mode == ToolChoice::Mode::kRequired || choice.mode == ToolChoice::Mode::kFunction) {
+            return absl::InvalidArgumentError(absl::StrCat("tool_choice ", ToolChoiceName(choice),
+                                                           " needs tools (a chat request's conversation.tools); this request has none"));
+        }
+        return std::optional<ToolCallSetup>();
+    }
+    if (choice.mode == ToolChoice::Mode::kNone) return std::optional<ToolCallSetup>();
+    if (request.grammar.active()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tools (with tool_choice ", ToolChoiceName(choice),
+            ") and a grammar (structured output) cannot be combined: tool calls are constrained by their own "
+            "grammar; set tool_choice to none or drop the grammar"));
+    }
+    if (request.ignore_eos) {
+        return absl::InvalidArgumentError(
+            "ignore_eos conflicts with tools (tool_choice other than none): the tool-call grammar decides where "
+            "the output may end, so end tokens cannot be ignored");
+    }
+    PP_ASSIGN_OR_RETURN(const std::string source, chat_templates_.SourceFor(*request.chat));
+    return PrepareToolCalls(source, request.chat, choice);
 }
 
 absl::StatusOr<ChatPrompt> Engine::RenderChat(const Conversation& conversation, bool add_special) const {
@@ -213,6 +273,7 @@ void Engine::Finish(Sequence& seq, FinishReason reason, absl::Status status) {
     e.kind = Event::Kind::kFinish;
     e.finish_reason = reason;
     e.status = std::move(status);
+    e.tool_calls = seq.output.tool_calls();   // empty unless the answer ended (not by an error) with calls
     const double now = NowSeconds();
     e.usage.prompt_tokens = seq.n_prompt;
     e.usage.completion_tokens = seq.generated();
@@ -276,6 +337,7 @@ void Engine::EmitToken(Sequence& s, std::span<const float> logits) {
     e.text = std::move(next.text);
     e.reasoning = std::move(next.reasoning);
     if (next.in_reasoning) ++s.reasoning_tokens;
+    e.tool_call_deltas = std::move(next.tool_call_deltas);
     e.logprob = LogSoftmaxAt(logits, next.token);
     if (s.request.logprobs > 0) e.top_logprobs = TopLogprobs(logits, s.request.logprobs);
     if (s.prompt_logprobs) e.prompt_logprobs = std::move(s.prompt_logprobs);   // the first token's event

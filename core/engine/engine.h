@@ -12,6 +12,7 @@
 // loop, the streams, deadlines and cancellation.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -99,7 +100,9 @@ public:
 
     // Validates and queues a request. INVALID_ARGUMENT (empty prompt, bad
     // sampling, ids outside the vocabulary, prompt at or past the context,
-    // a grammar its front end refuses, a grammar with ignore_eos),
+    // a grammar its front end refuses, a grammar with ignore_eos; tools
+    // (tool_choice other than none) with a grammar or ignore_eos, bad tools,
+    // tool_choice required or a function without tools),
     // RESOURCE_EXHAUSTED (the prompt can never fit the KV budget),
     // UNAVAILABLE (engine shutting down).
     absl::StatusOr<std::unique_ptr<Stream>> Submit(Request request);
@@ -126,6 +129,11 @@ public:
 private:
     Engine() = default;
     absl::StatusOr<std::shared_ptr<Sequence>> MakeSequence(Request request) const;
+    // A chat request with tools under tool_choice auto, required or a
+    // function: its setup (tool_calls.h; the conversation to render may be
+    // a copy holding the generic format's system prompt). nullopt when the
+    // tools are only rendered (no tools, tool_choice none, not chat).
+    absl::StatusOr<std::optional<ToolCallSetup>> ToolCallsFor(const Request& request) const;
     absl::Status Enqueue(std::vector<std::shared_ptr<Sequence>> seqs);
     void Loop();
     // One turn of the loop: ends cancelled and expired requests, then
@@ -148,6 +156,9 @@ private:
     // constrained request) and compiled grammars. Used by MakeSequence on
     // the submitting threads; thread-safe.
     std::unique_ptr<GrammarCompiler> grammars_;
+    // Submissions with tools so far: with the request's seed, what makes
+    // each request's call ids differ.
+    mutable std::atomic<uint64_t> tool_requests_{0};
     std::unique_ptr<KvBlockPool> pool_;
     std::unique_ptr<StepRunner>  forward_;
     SequenceQueue                waiting_;

@@ -76,7 +76,8 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
     }
 
     Continuation output(tok, request.sampling, request.stop, {request.max_tokens, c.max_context, request.ignore_eos});
-    if (matcher) output.Constrain(std::move(*matcher));
+    if (matcher) output.ConstrainFrom(request.grammar_trigger, std::move(*matcher));
+    if (request.tool_calls) output.ReadToolCalls(*request.tool_calls);
     // The prompt's text is already known to the caller: prime the decoder
     // with it so the continuation's first space is kept.
     output.PrimeWithPrompt(prompt);
@@ -95,6 +96,7 @@ absl::StatusOr<GenerateResult> Generate(StepRunner& forward, const GenerateReque
         }
         if (next.finished) {
             result.finish_reason = next.reason;
+            result.tool_calls = output.tool_calls();
             break;
         }
         const int32_t pos = n_prompt + i;

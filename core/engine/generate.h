@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/chat/tool_call_stream.h"
 #include "core/grammar/grammar_spec.h"
 #include "core/lazyllm/lazy_schedule.h"
 #include "core/lazyllm/lazy_scoring.h"
@@ -35,6 +37,13 @@ struct GenerateRequest {
     // Structured output: the generated text must be a sentence of this
     // grammar (see Request::grammar). Not with ignore_eos.
     grammar::GrammarSpec     grammar;
+    // The grammar applies from this text on (Continuation::ConstrainFrom);
+    // "" = from the first token.
+    std::string              grammar_trigger;
+    // Tool calls: the output goes through this stream (a request's
+    // ToolCallSetup, tool_calls.h, gives its format, tools and trigger), so
+    // GenerateResult::text is the content and tool_calls the calls.
+    std::optional<ToolCallStream> tool_calls;
     // Where the grammar is compiled: the caller's (one per model, so the
     // model's token trie and compiled grammars are reused across calls),
     // or null for one made for this call alone (the trie built anew).
@@ -44,7 +53,8 @@ struct GenerateRequest {
 struct GenerateResult {
     std::vector<int32_t> prompt_tokens;
     std::vector<int32_t> tokens;         // generated ids
-    std::string          text;           // generated text, stop string excluded
+    std::string          text;           // generated text, stop string excluded (with tool_calls: the content)
+    std::vector<ParsedToolCall> tool_calls;   // GenerateRequest::tool_calls: the answer's calls
     FinishReason         finish_reason = FinishReason::kLength;
     double               prefill_seconds = 0.0;
     double               decode_seconds = 0.0;

@@ -1,9 +1,9 @@
 #include "core/grammar/gbnf_compose.h"
 
-#include <cstdio>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/grammar/json_schema_text.h"
 
 namespace prepack::grammar {
 namespace {
@@ -85,27 +85,8 @@ absl::StatusOr<std::string> PrefixGbnfRules(std::string_view gbnf, std::string_v
     return out;
 }
 
-std::string GbnfLiteral(std::string_view text) {
-    std::string out = "\"";
-    for (unsigned char c : text) {
-        switch (c) {
-            case '"':  out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20 || c == 0x7f) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\x%02X", c);
-                    out += buf;
-                } else {
-                    out += static_cast<char>(c);   // UTF-8 passes through: GBNF literals are UTF-8
-                }
-        }
-    }
-    out += '"';
-    return out;
-}
+// One way of writing GBNF literals for the whole folder: the JSON Schema
+// front end's (valid UTF-8 passes through, control bytes as escapes).
+std::string GbnfLiteral(std::string_view text) { return schema::GbnfLiteral(text); }
 
 }  // namespace prepack::grammar

@@ -26,15 +26,6 @@ constexpr int kMaxOneOfCheckDepth = 8;              // anyOf/$ref levels looked 
 bool IsFalse(const Json& s) { return s.is_boolean() && !s.get<bool>(); }
 bool IsTrue(const Json& s) { return s.is_boolean() && s.get<bool>(); }
 
-std::string Seq(std::initializer_list<std::string_view> parts) {
-    std::string out;
-    for (const std::string_view p : parts) {
-        if (p.empty()) continue;
-        if (!out.empty()) out += ' ';
-        out += p;
-    }
-    return out;
-}
 
 std::string Group(const std::string& expr) { return absl::StrCat("( ", expr, " )"); }
 

@@ -30,14 +30,6 @@ std::string SignedDecimal(__int128 v) { return v < 0 ? absl::StrCat("-", ToDecim
 bool AllAre(std::string_view s, char c) { return std::all_of(s.begin(), s.end(), [c](char x) { return x == c; }); }
 
 // Pieces in sequence, empty ones skipped.
-std::string Seq(std::initializer_list<std::string> parts) {
-    std::vector<std::string> kept;
-    for (const std::string& p : parts) {
-        if (!p.empty()) kept.push_back(p);
-    }
-    return absl::StrJoin(kept, " ");
-}
-
 std::string Alt(const std::vector<std::string>& alts) {
     if (alts.size() == 1) return alts[0];
     return absl::StrCat("( ", absl::StrJoin(alts, " | "), " )");

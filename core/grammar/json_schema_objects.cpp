@@ -21,15 +21,6 @@ constexpr char kQuote[] = R"("\"")";
 // goes into its own rule (the GBNF parser bounds nesting).
 constexpr int kMaxKeyNesting = 32;
 
-std::string Seq(std::initializer_list<std::string_view> parts) {
-    std::string out;
-    for (const std::string_view p : parts) {
-        if (p.empty()) continue;
-        if (!out.empty()) out += ' ';
-        out += p;
-    }
-    return out;
-}
 
 // The escape letter of a character with a short JSON escape, else 0.
 char ShortEscape(uint32_t c) {

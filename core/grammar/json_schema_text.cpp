@@ -87,6 +87,16 @@ std::string GbnfClassChar(uint32_t code_point) {
     return EncodeUtf8(code_point);
 }
 
+std::string Seq(std::initializer_list<std::string_view> parts) {
+    std::string out;
+    for (const std::string_view p : parts) {
+        if (p.empty()) continue;
+        if (!out.empty()) out += ' ';
+        out += p;
+    }
+    return out;
+}
+
 std::string JsonStringText(std::string_view utf8) {
     std::string out = "\"";
     for (const char ch : utf8) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,8 @@ std::string GbnfClassChar(uint32_t code_point);
 // json.dumps(s, ensure_ascii=False) writes it: '"' and '\' escaped, \b \f
 // \n \r \t, other control characters as \u00xx, everything else raw.
 std::string JsonStringText(std::string_view utf8);
+// GBNF items joined by single spaces, empty ones left out.
+std::string Seq(std::initializer_list<std::string_view> parts);
 
 // UTF-8 -> code points; false for invalid UTF-8 (overlong forms, surrogates,
 // truncated sequences).

@@ -8,6 +8,7 @@
 
 #include "fields.h"
 #include "response_format.h"
+#include "tools.h"
 
 namespace prepack::openai {
 namespace {
@@ -212,6 +213,11 @@ absl::Status ParseMessage(const Json& m, size_t i, Message* out) {
     const Json* content = Get(m, "content");
     if (content == nullptr) {
         if (*role != "assistant") return Invalid(at + ".content", "required for a " + *role + " message");
+        // An assistant turn of calls alone (the openai SDK sends the
+        // response's message back with content null): the template reads
+        // "", as vLLM renders it, since templates that write
+        // role + content would fail on a missing content.
+        out->content = "";
     } else if (content->is_string()) {
         out->content = content->get<std::string>();
     } else if (content->is_array()) {
@@ -298,47 +304,6 @@ absl::Status CheckChoices(const ApiRequest& r, int max_choices) {
     return absl::OkStatus();
 }
 
-// Chat's tools and tool_choice: tools are rendered into the prompt by the
-// template when given with tool_choice "none" (the model sees them, as it
-// does the calls in the history); calling them is not implemented.
-absl::Status ParseTools(const Json& b, Chat* c) {
-    const Json* tools = Get(b, "tools");
-    std::string tool_choice = "auto";
-    if (const Json* tc = Get(b, "tool_choice")) {
-        if (tc->is_string()) {
-            tool_choice = tc->get<std::string>();
-        } else if (tc->is_object()) {
-            tool_choice = "a named function";
-        } else {
-            return WrongType("tool_choice", "a string or an object", *tc);
-        }
-        if (tool_choice != "none" && tool_choice != "auto" && tool_choice != "required" && !tc->is_object()) {
-            return Invalid("tool_choice", "must be \"none\", \"auto\", \"required\" or a named function");
-        }
-    }
-    if (tools != nullptr) {
-        if (!tools->is_array()) return WrongType("tools", "a list", *tools);
-        if (!tools->empty() && tool_choice != "none") {
-            const std::string got = Get(b, "tool_choice") ? "\"" + tool_choice + "\"" : "none, i.e. \"auto\"";
-            return Invalid("tool_choice",
-                           "tool calling is not implemented: tools are accepted with tool_choice \"none\" only (got " +
-                               got + ")");
-        }
-        for (size_t k = 0; k < tools->size(); ++k) {
-            if (!(*tools)[k].is_object()) {
-                return WrongType("tools[" + std::to_string(k) + "]", "an object", (*tools)[k]);
-            }
-        }
-        if (!tools->empty()) c->tools_json = Dump(*tools);
-    } else if (tool_choice == "required" || tool_choice == "a named function") {
-        return Invalid("tool_choice", "tool calling is not implemented");
-    }
-    if (const Json* ptc = Get(b, "parallel_tool_calls")) {
-        if (!ptc->is_boolean()) return WrongType("parallel_tool_calls", "a boolean", *ptc);
-    }
-    return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status CheckModel(const Json& body, const std::string& served_id) {
@@ -375,6 +340,16 @@ absl::Status ParseChat(const Json& b, int max_choices, ApiRequest* out) {
     }
     Chat& c = out->chat;
     OPENAI_TRY(ParseTools(b, &c));
+    // A tool call's shape is the tool-call format's grammar: no room for
+    // another constraint, nor for going on past where it may end.
+    if (c.tool_choice.active() && out->response_format.active()) {
+        return Invalid(out->response_format.field,
+                       "conflicts with tools: the tool-call format decides the answer's shape (with tool_choice "
+                       "\"none\" the tools are only shown to the model)");
+    }
+    if (c.tool_choice.active() && out->sampling.ignore_eos) {
+        return Invalid("ignore_eos", "conflicts with tools: the tool-call format decides where the answer may end");
+    }
     if (const Json* kwargs = Get(b, "chat_template_kwargs")) {
         if (!kwargs->is_object()) return WrongType("chat_template_kwargs", "an object", *kwargs);
         c.kwargs_json = Dump(*kwargs);

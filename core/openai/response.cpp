@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 #include <random>
+#include <string_view>
 
 namespace prepack::openai {
 
@@ -95,6 +96,55 @@ Json CompletionLogprobs(const std::vector<TokenLogprob>& tokens, Pieces& pieces,
     return out;
 }
 
+Json ToolCallDeltasJson(const std::vector<ToolCallDelta>& deltas) {
+    Json list = Json::array();
+    for (const ToolCallDelta& d : deltas) {
+        Json call = Json::object();
+        call["index"] = d.index;
+        Json function = Json::object();
+        // A call's first piece is the one with its name (and id).
+        if (!d.name.empty()) {
+            call["id"] = d.id;
+            call["type"] = "function";
+            function["name"] = ToValidUtf8(d.name);
+        }
+        function["arguments"] = ToValidUtf8(d.arguments);
+        call["function"] = std::move(function);
+        list.push_back(std::move(call));
+    }
+    return list;
+}
+
+Json ToolCallsJson(const std::vector<ToolCall>& calls) {
+    Json list = Json::array();
+    for (const ToolCall& c : calls) {
+        Json function = Json::object();
+        function["name"] = ToValidUtf8(c.name);
+        function["arguments"] = ToValidUtf8(c.arguments);
+        Json call = Json::object();
+        call["id"] = c.id;
+        call["type"] = "function";
+        call["function"] = std::move(function);
+        list.push_back(std::move(call));
+    }
+    return list;
+}
+
+void AddToolCallDeltas(const std::vector<ToolCallDelta>& deltas, std::vector<ToolCall>* calls) {
+    for (const ToolCallDelta& d : deltas) {
+        if (d.index < 0 || static_cast<size_t>(d.index) > calls->size()) continue;
+        if (static_cast<size_t>(d.index) == calls->size()) {
+            calls->push_back(ToolCall{d.id, d.name, ""});
+        }
+        (*calls)[static_cast<size_t>(d.index)].arguments += d.arguments;
+    }
+}
+
+const char* ChoiceFinishReason(const Choice& c) {
+    const bool cut_short = std::string_view(c.finish_reason) == "length";
+    return !c.tool_calls.empty() && !cut_short ? "tool_calls" : c.finish_reason;
+}
+
 UsageTotals SumUsage(const std::vector<Choice>& choices, int n) {
     UsageTotals u;
     const size_t per = static_cast<size_t>(std::max(n, 1));
@@ -143,15 +193,17 @@ Json ResponseBody(const ApiRequest& request, const ResponseHead& head, std::vect
         if (chat) {
             Json message = Json::object();
             message["role"] = "assistant";
-            message["content"] = ToValidUtf8(c.text);
+            // Only calls: no content at all (OpenAI's null), not "".
+            message["content"] = c.tool_calls.empty() || !c.text.empty() ? Json(ToValidUtf8(c.text)) : Json(nullptr);
             if (!c.reasoning.empty()) message["reasoning_content"] = ToValidUtf8(c.reasoning);
+            if (!c.tool_calls.empty()) message["tool_calls"] = ToolCallsJson(c.tool_calls);
             choice["message"] = std::move(message);
             choice["logprobs"] = request.logprobs ? ChatLogprobs(c.logprobs, pieces) : Json(nullptr);
         } else {
             choice["text"] = ToValidUtf8(c.text);
             choice["logprobs"] = request.logprobs ? CompletionLogprobs(c.logprobs, pieces, &c.offset) : Json(nullptr);
         }
-        choice["finish_reason"] = c.finish_reason;
+        choice["finish_reason"] = ChoiceFinishReason(c);
         list.push_back(std::move(choice));
     }
     j["choices"] = std::move(list);

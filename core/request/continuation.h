@@ -11,7 +11,15 @@
 // drawn from the tokens the grammar allows next (the mask applies before
 // every sampling filter), end tokens only where the text is complete; the
 // generation also ends where the grammar allows nothing but an end token
-// (kStop, as OpenAI reports it).
+// (kStop, as OpenAI reports it). With a trigger (ConstrainFrom), the
+// output is free until it contains the trigger, and the grammar reads it
+// from the trigger's first byte on (tool calls under tool_choice "auto").
+//
+// Tool calls (ReadToolCalls): the answer's text goes through a
+// ToolCallStream, so `text` carries only content and the calls come as
+// deltas, then whole at the end. Reasoning is split off first: thinking
+// never reaches the tool stream, and a trigger inside a <think> section
+// does not start the grammar.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +30,7 @@
 
 #include "core/base/status.h"
 #include "core/chat/reasoning.h"
+#include "core/chat/tool_call_stream.h"
 #include "core/grammar/matcher.h"
 #include "core/model/tokenizer.h"
 #include "core/request/request.h"
@@ -47,6 +56,9 @@ struct NextToken {
     // reason kError: why (a grammar that allows no token of the vocabulary
     // here, or whose matcher failed); no token was sampled (token = -1).
     absl::Status status;
+    // With ReadToolCalls: the calls' deltas this token completed (the call
+    // markup is never in `text`).
+    std::vector<ToolCallDelta> tool_call_deltas;
 };
 
 class Continuation {
@@ -59,12 +71,35 @@ public:
     void PrimeWithPrompt(std::span<const int32_t> prompt);
     // A reasoning model's output: text inside <think>...</think> goes to
     // NextToken::reasoning; `inside`: the prompt opened the section.
-    void SplitReasoning(bool inside) { reasoning_ = ReasoningSplitter(true, inside); }
+    void SplitReasoning(bool inside) {
+        reasoning_ = ReasoningSplitter(true, inside);
+        reasoning_on_ = true;
+        watch_thinking_ = inside;
+    }
     // Constrains the output to `matcher`'s grammar (fresh: it follows the
     // generated tokens only, never the prompt). Not with ignore_eos: the
     // grammar decides where end tokens may come.
-    void Constrain(grammar::Matcher matcher) { grammar_.emplace(std::move(matcher)); }
-    bool constrained() const { return grammar_.has_value(); }
+    void Constrain(grammar::Matcher matcher) { ConstrainFrom("", std::move(matcher)); }
+    // Lazily: the output is free until its bytes contain `trigger` (outside
+    // <think> sections, with SplitReasoning on); from the
+    // token that completes it on, every token is drawn under `matcher`,
+    // which first reads the output from the trigger's first byte to the end
+    // of that token. Where those bytes do not continue the grammar (the
+    // token went past the trigger into text the grammar refuses), the
+    // grammar is dropped and the rest of the answer is free: no call is
+    // forced into a shape the model did not start (the tool stream then
+    // reads it as content unless it parses as a call). "" = Constrain.
+    void ConstrainFrom(std::string trigger, grammar::Matcher matcher);
+    // A grammar applies to every token (from the first, not after a trigger).
+    bool constrained() const { return grammar_.has_value() && trigger_.empty(); }
+    // The grammar applies now (from the start, or the trigger was seen).
+    bool grammar_active() const { return grammar_.has_value() && grammar_active_; }
+
+    // Reads tool calls out of the answer through `stream` (see the top).
+    void ReadToolCalls(ToolCallStream stream) { tool_stream_.emplace(std::move(stream)); }
+    // Once the generation ended (not by an error): the answer's calls, with
+    // the ids their deltas had.
+    const std::vector<ParsedToolCall>& tool_calls() const { return tool_calls_; }
 
     // Samples the next token from `logits` (one vocab-long row), appends it
     // to `tokens` (the prompt and every token generated so far, which the
@@ -78,8 +113,12 @@ public:
     int32_t generated() const { return generated_; }
 
 private:
-    // Routes out->text through the reasoning splitter (a no-op unless on).
+    // Routes out->text through the reasoning splitter (a no-op unless on),
+    // then the answer's part through the tool stream (when reading calls).
     void Split(NextToken* out);
+    // Before the trigger: watches `token`'s bytes for it, and starts the
+    // grammar where it completes (see ConstrainFrom).
+    void WatchForTrigger(int32_t token);
     // The grammar's next-token mask into mask_; not OK when it allows no token.
     absl::Status FillGrammarMask();
     // Ends the generation with `status` (kError).
@@ -97,6 +136,16 @@ private:
     int32_t            generated_ = 0;
     std::optional<grammar::Matcher> grammar_;
     grammar::TokenMask               mask_;   // reused: no allocation per token
+    // Lazy grammar: its trigger, whether it applies yet, and the output's
+    // bytes still to search (a tail shorter than the trigger or a think
+    // tag, plus the last token's bytes: bounded).
+    std::string                      trigger_;
+    bool                             grammar_active_ = false;
+    std::string                      watched_;
+    bool                             reasoning_on_ = false;
+    bool                             watch_thinking_ = false;   // the watched bytes are inside <think>
+    std::optional<ToolCallStream>    tool_stream_;
+    std::vector<ParsedToolCall>      tool_calls_;
 };
 
 }  // namespace prepack

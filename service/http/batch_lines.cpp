@@ -74,6 +74,9 @@ std::optional<std::string> BatchLines::End(uint32_t index, size_t k, const prepa
     Choice& c = line.run->choice(k);
     c.text += result.text();
     c.reasoning = result.reasoning();
+    for (const prepack::v1::ToolCall& call : result.tool_calls()) {
+        c.tool_calls.push_back({call.id(), call.name(), call.arguments_json()});
+    }
     if (r.scores_prompt()) {
         std::vector<TokenLogprob> scored;
         for (const auto& t : result.prompt_logprobs()) scored.push_back(FromProto(t));

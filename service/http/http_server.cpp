@@ -68,6 +68,8 @@ struct Generation {
     int  n() const { return request.n; }
     // echo + logprobs: their log-probs arrive with the first generated token.
     bool scores_prompt() const { return request.scores_prompt(); }
+    // Chat with tools the model may call: calls come as delta.tool_calls.
+    bool calls_tools() const { return chat() && request.chat.tool_choice.active(); }
 
     void OnToken(int k, const prepack_event& ev) {
         Choice& c = choices[static_cast<size_t>(k)];
@@ -345,6 +347,8 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
     // and sampling is random).
     const std::vector<prepack_request> requests = g->prepared.Choices(ar.n, ar.seed ? *ar.seed : RandomSeed());
     if (grpc::Status s = call.Start(requests); !s.ok()) {
+        // The engine plans tool calls here: its errors for a tool get the body's names.
+        if (api == Api::kChat) s = WithJsonNames(s, api, -1);
         // RESOURCE_EXHAUSTED here: the prompt can never fit the KV budget (no retry helps).
         return fail(s, s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ? 400 : 0);
     }
@@ -385,7 +389,10 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
         for (size_t k = 0; k < g->choices.size(); ++k) {
             Json first;
             if (g->chat()) {
-                first = Json::object({{"role", "assistant"}, {"content", ""}});
+                // With tools, content stays null until there is some: an
+                // answer of calls alone then adds up (in the SDK's stream
+                // helper) to the non-streamed message, content null.
+                first = Json::object({{"role", "assistant"}, {"content", g->calls_tools() ? Json(nullptr) : Json("")}});
             } else if (g->request.echo && !g->scores_prompt()) {
                 first = g->choices[k].text;
             } else {   // (an echo with log-probs waits for them: the first token brings them)
@@ -411,10 +418,11 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
                 const std::string_view text(ev.text, ev.text_len);
                 const std::string_view reasoning(ev.reasoning != nullptr ? ev.reasoning : "",
                                                  ev.reasoning != nullptr ? ev.reasoning_len : 0);
+                const std::vector<prepack::openai::ToolCallDelta> calls = ToolCallDeltas(ev);
                 // A token whose text is held back (a stop string may be
-                // starting, a character is incomplete) has nothing to send,
-                // unless its log-prob is asked for.
-                if (text.empty() && reasoning.empty() && !g->request.logprobs) return true;
+                // starting, a character is incomplete, it is call markup)
+                // has nothing to send, unless its log-prob is asked for.
+                if (text.empty() && reasoning.empty() && calls.empty() && !g->request.logprobs) return true;
                 Json logprobs = nullptr;
                 if (g->request.logprobs) {
                     const std::vector<TokenLogprob> one = {g->choices[i].logprobs.back()};
@@ -425,7 +433,11 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
                 if (g->chat()) {
                     delta = Json::object();
                     if (!reasoning.empty()) delta["reasoning_content"] = ToValidUtf8(reasoning);
-                    if (!text.empty() || reasoning.empty()) delta["content"] = ToValidUtf8(text);
+                    // ("" would make a null content "" in a client that adds deltas up.)
+                    if (!text.empty() || (reasoning.empty() && !g->calls_tools())) {
+                        delta["content"] = ToValidUtf8(text);
+                    }
+                    if (!calls.empty()) delta["tool_calls"] = prepack::openai::ToolCallDeltasJson(calls);
                 } else {
                     delta = ToValidUtf8(text);
                 }
@@ -435,7 +447,8 @@ void HttpServer::Generate(const httplib::Request& req, httplib::Response& res, A
                 g->OnEnd(k, ev);
                 const size_t i = static_cast<size_t>(k);
                 Json last = g->chat() ? Json::object() : Json("");
-                return write(Event(g->Chunk(i, std::move(last), nullptr, FinishReasonName(ev.finish_reason))));
+                const char* finish = prepack::openai::ChoiceFinishReason(g->choices[i]);
+                return write(Event(g->Chunk(i, std::move(last), nullptr, finish)));
             });
         if (s.ok()) {
             bool ok = true;

@@ -16,10 +16,17 @@ static_assert(int(FormatKind::kJsonObject) == prepack::v1::GRAMMAR_KIND_JSON_OBJ
               int(FormatKind::kJsonSchema) == prepack::v1::GRAMMAR_KIND_JSON_SCHEMA &&
               int(FormatKind::kRegex) == prepack::v1::GRAMMAR_KIND_REGEX &&
               int(FormatKind::kGbnf) == prepack::v1::GRAMMAR_KIND_GBNF);
-static_assert(prepack::v1::GRAMMAR_KIND_JSON_OBJECT == PREPACK_GRAMMAR_JSON_OBJECT &&
-              prepack::v1::GRAMMAR_KIND_JSON_SCHEMA == PREPACK_GRAMMAR_JSON_SCHEMA &&
-              prepack::v1::GRAMMAR_KIND_REGEX == PREPACK_GRAMMAR_REGEX &&
-              prepack::v1::GRAMMAR_KIND_GBNF == PREPACK_GRAMMAR_GBNF);
+static_assert(int(prepack::v1::GRAMMAR_KIND_JSON_OBJECT) == int(PREPACK_GRAMMAR_JSON_OBJECT) &&
+              int(prepack::v1::GRAMMAR_KIND_JSON_SCHEMA) == int(PREPACK_GRAMMAR_JSON_SCHEMA) &&
+              int(prepack::v1::GRAMMAR_KIND_REGEX) == int(PREPACK_GRAMMAR_REGEX) &&
+              int(prepack::v1::GRAMMAR_KIND_GBNF) == int(PREPACK_GRAMMAR_GBNF));
+
+// ToolChoice::Mode is sent as ToolChoiceMode (and on as prepack_tool_choice) by number.
+using ToolMode = openai::ToolChoice::Mode;
+static_assert(int(ToolMode::kNone) == prepack::v1::TOOL_CHOICE_MODE_NONE &&
+              int(ToolMode::kAuto) == prepack::v1::TOOL_CHOICE_MODE_AUTO &&
+              int(ToolMode::kRequired) == prepack::v1::TOOL_CHOICE_MODE_REQUIRED &&
+              int(ToolMode::kFunction) == prepack::v1::TOOL_CHOICE_MODE_FUNCTION);
 
 // What every prompt of a request shares: sampling, stop strings, log-probs, LazyLLM.
 prepack::v1::GenerateRequest BaseRequest(const openai::ApiRequest& r) {
@@ -49,6 +56,12 @@ prepack::v1::GenerateRequest BaseRequest(const openai::ApiRequest& r) {
         prepack::v1::StructuredOutput* so = g.mutable_structured_output();
         so->set_kind(static_cast<prepack::v1::GrammarKind>(r.response_format.kind));
         so->set_text(r.response_format.text);
+    }
+    if (r.api == Api::kChat && r.chat.tool_choice.active()) {
+        prepack::v1::ToolChoice* tc = g.mutable_tool_choice();
+        tc->set_mode(static_cast<prepack::v1::ToolChoiceMode>(r.chat.tool_choice.mode));
+        tc->set_function(r.chat.tool_choice.function);
+        tc->set_parallel_tool_calls(r.chat.tool_choice.parallel);
     }
     return g;
 }
@@ -134,6 +147,10 @@ grpc::Status WithJsonNames(const grpc::Status& status, Api api, int prompt_index
         {std::regex(R"(\.content_parts\[)"), ".content["},
         {std::regex(R"((tool_calls\[\d+\])\.arguments_json)"), "$1.function.arguments"},
         {std::regex(R"((tool_calls\[\d+\])\.name)"), "$1.function.name"},
+        {std::regex(R"(^tool_choice\.function\b)"), "tool_choice.function.name"},
+        // The engine's words for a tool it cannot plan for: the field first.
+        {std::regex(R"(^(tools\[\d+\]\.function\.parameters) \(tool ("[^"]*")\): )"), "$1: tool $2: "},
+        {std::regex(R"(^tool_choice\.mode\b)"), "tool_choice"},
     };
     static const std::vector<std::pair<std::regex, std::string>> kCompletions = {
         {std::regex(R"(^text\b)"), "prompt"},

@@ -41,6 +41,21 @@ void EndChoice(const prepack_event& end, Choice* c) {
     c->completion_tokens = end.usage.completion_tokens;
     c->cached_tokens = end.usage.cached_prompt_tokens;
     c->reasoning_tokens = end.reasoning_tokens;
+    c->tool_calls.clear();
+    for (size_t i = 0; i < end.n_tool_calls; ++i) {
+        const prepack_tool_call& t = end.tool_calls[i];
+        c->tool_calls.push_back({t.id, t.name, std::string(t.arguments, t.arguments_len)});
+    }
+}
+
+std::vector<prepack::openai::ToolCallDelta> ToolCallDeltas(const prepack_event& e) {
+    std::vector<prepack::openai::ToolCallDelta> out;
+    for (size_t i = 0; i < e.n_tool_call_deltas; ++i) {
+        const prepack_tool_call_delta& d = e.tool_call_deltas[i];
+        out.push_back({d.index, d.id != nullptr ? d.id : "", d.name != nullptr ? d.name : "",
+                       std::string(d.arguments, d.arguments_len)});
+    }
+    return out;
 }
 
 Pieces EnginePieces(const prepack_engine* engine) {

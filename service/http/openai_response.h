@@ -39,8 +39,11 @@ TokenLogprob LogprobOf(const prepack_event& event);
 // first TOKEN event scored (prompt_logprobs).
 std::vector<TokenLogprob> PromptLogprobs(int32_t first, const prepack_event& event);
 
-// A choice's END event: its finish reason and usage.
+// A choice's END event: its finish reason, usage and tool calls.
 void EndChoice(const prepack_event& end, Choice* choice);
+
+// A TOKEN event's tool-call deltas.
+std::vector<prepack::openai::ToolCallDelta> ToolCallDeltas(const prepack_event& event);
 
 // The engine's pieces: each id through prepack_detokenize alone.
 Pieces EnginePieces(const prepack_engine* engine);

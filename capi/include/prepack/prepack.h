@@ -364,6 +364,45 @@ typedef enum prepack_grammar_kind {
 PREPACK_API prepack_status prepack_grammar_check(prepack_grammar_kind kind, const char *grammar);
 
 /* ------------------------------------------------------------------------
+** Tool calls (ABI 9)
+**
+** A chat request whose conversation has tools (prepack_chat.tools_json) may
+** let the model call them, as OpenAI's tool_choice and parallel_tool_calls
+** say. The call format is the one the model's chat template writes tool
+** calls in (a template without a tool section: prepack's generic format, a
+** JSON object the tools are described for in a system message), and each
+** call is held to it and to its tool's `parameters` schema token by token.
+** The calls never appear in the events' text: TOKEN events carry them as
+** they are generated (tool_call_deltas, OpenAI's streaming deltas) and the
+** END event carries them whole (tool_calls).
+*/
+typedef enum prepack_tool_choice {
+    PREPACK_TOOL_CHOICE_NONE     = 0,   /* the tools are only rendered for the model to read; what a
+                                           caller built before these fields gets */
+    PREPACK_TOOL_CHOICE_AUTO     = 1,   /* the default: the model answers in text or calls tools */
+    PREPACK_TOOL_CHOICE_REQUIRED = 2,   /* the model calls at least one tool */
+    PREPACK_TOOL_CHOICE_FUNCTION = 3    /* the model calls request.tool_choice_function */
+} prepack_tool_choice;
+
+/* A piece of a call as it is generated. The pointers are valid until the
+** next event of the stream (as the event's text). */
+typedef struct prepack_tool_call_delta {
+    int32_t     index;           /* the call's place in the answer: 0, 1, ... */
+    const char *id;              /* a call's first piece: its id ("call_" + 24 characters); NULL after */
+    const char *name;            /* a call's first piece: the function called; NULL after */
+    const char *arguments;       /* a piece of the arguments' JSON text, NUL-terminated (may be "") */
+    size_t      arguments_len;
+} prepack_tool_call_delta;
+
+/* A whole call: the deltas of one index added up. */
+typedef struct prepack_tool_call {
+    const char *id;              /* as its first delta said */
+    const char *name;
+    const char *arguments;       /* the arguments: a JSON object's text, NUL-terminated */
+    size_t      arguments_len;
+} prepack_tool_call;
+
+/* ------------------------------------------------------------------------
 ** Requests
 */
 typedef struct prepack_request {
@@ -411,6 +450,13 @@ typedef struct prepack_request {
     const char        *grammar;             /* ABI 9: the kind's text, NUL-terminated (the schema, regex or
                                                GBNF); NULL for NONE and JSON_OBJECT. Refused (INVALID_ARGUMENT
                                                naming the problem) as prepack_grammar_check() refuses it */
+    /* ABI 9, tool calls (see above). A caller whose struct_size ends before parallel_tool_calls gets
+    ** NONE: its tools stay render-only, as they were. */
+    prepack_tool_choice tool_choice;        /* default AUTO, which without tools is plain text; REQUIRED and
+                                               FUNCTION need a chat with tools_json. With tools, any but NONE
+                                               excludes a grammar_kind other than NONE and ignore_eos */
+    const char        *tool_choice_function;/* FUNCTION: the name of one of the tools; NULL otherwise */
+    int32_t            parallel_tool_calls; /* default 1: an answer may make several calls; 0: at most one */
 } prepack_request;
 
 /* Fills *request with defaults (and struct_size). NULL is ignored. */
@@ -474,6 +520,17 @@ typedef struct prepack_event {
     const int32_t        *prompt_top_ids;     /* n_prompt_logprobs x prompt_n_top, row-major, best first */
     const float          *prompt_top_logprobs;
     size_t                prompt_n_top;       /* request.prompt_logprobs */
+    /* ABI 9, requests with tools (request.tool_choice other than NONE); the call markup is never in
+    ** `text`: */
+    const prepack_tool_call_delta *tool_call_deltas;   /* TOKEN: the calls as they are generated (a
+                                                          call's first delta has its id and name, its
+                                                          arguments follow in pieces); often none */
+    size_t                n_tool_call_deltas;
+    const prepack_tool_call *tool_calls;      /* END: every call of the answer, whole (the deltas added
+                                                 up, the same ids). Some calls mean OpenAI's
+                                                 finish_reason "tool_calls", unless finish_reason is
+                                                 LENGTH (the answer was cut short) */
+    size_t                n_tool_calls;
 } prepack_event;
 
 PREPACK_API void prepack_event_init(prepack_event *event);
@@ -481,8 +538,10 @@ PREPACK_API void prepack_event_init(prepack_event *event);
 /* Submits a request. On success *stream owns its event stream: free it with
 ** prepack_stream_destroy(). INVALID_ARGUMENT (NULLs, empty prompt, bad
 ** sampling values, ids outside the vocabulary, prompt at or past the
-** context, bad lazy schedule), RESOURCE_EXHAUSTED (the prompt can never fit
-** the KV budget), UNAVAILABLE (engine shutting down). Thread-safe. */
+** context, bad lazy schedule, a grammar or tool field refused as described
+** above, tools the engine cannot plan calls for: "tools[i]..."),
+** RESOURCE_EXHAUSTED (the prompt can never fit the KV budget), UNAVAILABLE
+** (engine shutting down). Thread-safe. */
 PREPACK_API prepack_status prepack_generate_start(prepack_engine *engine, const prepack_request *request,
                                                   prepack_stream **stream);
 
@@ -527,8 +586,9 @@ typedef struct prepack_result {
     int32_t              *tokens;        /* generated ids */
     size_t                n_tokens;
     char                 *text;          /* NUL-terminated generated text (for a chat request with
-                                            thinking: the answer; the thinking itself comes in the
-                                            events of prepack_generate_batch_start) */
+                                            thinking: the answer, the thinking from
+                                            prepack_result_reasoning(); with tools: the text that is not
+                                            a call, the calls from prepack_result_tool_calls()) */
     size_t                text_len;
     prepack_finish_reason finish_reason;
     prepack_status        status;        /* OK, or why this request failed */
@@ -573,6 +633,17 @@ PREPACK_API prepack_status prepack_generate_batch_start(prepack_engine *engine, 
 
 /* Frees what prepack_generate_batch() returned. NULL is a no-op. */
 PREPACK_API void prepack_results_free(prepack_result *results, size_t n);
+
+/* ABI 9: what a batch result holds beyond prepack_result's fields, for
+** result i of `results` (what prepack_generate_batch() returned; i below
+** its n). The pointers stay valid until prepack_results_free(results, n).
+** INVALID_ARGUMENT for NULLs or i out of range. */
+/* The calls of a request with tools (*n = 0 when it made none). */
+PREPACK_API prepack_status prepack_result_tool_calls(const prepack_result *results, size_t i,
+                                                     const prepack_tool_call **calls, size_t *n);
+/* A reasoning model's thinking (the TOKEN events' reasoning, joined; "" when none), apart from text. */
+PREPACK_API prepack_status prepack_result_reasoning(const prepack_result *results, size_t i, const char **reasoning,
+                                                    size_t *reasoning_len);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -603,8 +603,10 @@ def test_field_errors(stories):
     chat_cases = [
         (dict(response_format={"type": "structural_tag"}), "response_format.type"),
         (dict(response_format={"type": "json_schema", "json_schema": {"schema": {}}}), "response_format.json_schema.name"),
-        (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "tool_choice"),
-        (dict(tools=[{"type": "function", "function": {"name": "f"}}], tool_choice="auto"), "tool_choice"),
+        (dict(tools=[{"type": "function", "function": {"name": "f"}}],
+              tool_choice={"type": "function", "function": {"name": "g"}}), "tool_choice.function.name"),
+        (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": []}}]), "tools[0].function.parameters"),
+        (dict(tool_choice="required"), "tool_choice"),
         (dict(top_logprobs=3), "top_logprobs"),
         (dict(logprobs=True, top_logprobs=21), "top_logprobs"),
         (dict(presence_penalty=1), "presence_penalty"),

@@ -92,8 +92,8 @@ struct ToolCall {
 };
 
 // One chat message. content_parts are the texts of "text" parts; content
-// is set otherwise (an empty list of parts is content ""), or absent
-// (null content, assistant messages with tool calls).
+// is set otherwise (an empty list of parts is content ""; so is an
+// assistant's missing or null content, as vLLM renders it).
 struct Message {
     std::string                role;
     std::optional<std::string> content;
@@ -103,9 +103,26 @@ struct Message {
     std::vector<ToolCall>      tool_calls;
 };
 
+// Chat's tool calling: OpenAI's tool_choice and parallel_tool_calls. Mode
+// numbers are those of the C ABI's prepack_tool_choice, prepack.v1's
+// ToolChoiceMode and the engine's ToolChoice::Mode. kNone with tools: they
+// are only rendered for the model to read (OpenAI's "none").
+struct ToolChoice {
+    enum class Mode : int32_t { kNone = 0, kAuto = 1, kRequired = 2, kFunction = 3 };
+    Mode        mode = Mode::kNone;
+    std::string function;          // kFunction: the tool to call
+    bool        parallel = true;   // parallel_tool_calls: more than one call in an answer
+
+    bool active() const { return mode != Mode::kNone; }
+};
+
+// Tools one request may give at most (OpenAI's limit).
+constexpr size_t kMaxTools = 128;
+
 struct Chat {
     std::vector<Message>  messages;
     std::string           tools_json;    // "" = none
+    ToolChoice            tool_choice;   // kNone without tools
     std::string           kwargs_json;   // chat_template_kwargs, "" = none
     std::optional<bool>   add_generation_prompt;
 };

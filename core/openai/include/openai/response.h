@@ -58,10 +58,35 @@ Json ChatLogprobs(const std::vector<TokenLogprob>& tokens, Pieces& pieces);
 // moves past these tokens.
 Json CompletionLogprobs(const std::vector<TokenLogprob>& tokens, Pieces& pieces, size_t* offset);
 
+// A piece of a tool call as it is generated (the engine's ToolCallDelta):
+// a call's first piece has its index, id and name; its arguments' JSON
+// text follows in pieces, all with that index.
+struct ToolCallDelta {
+    int32_t     index = 0;
+    std::string id;          // first piece of a call only
+    std::string name;        // first piece of a call only
+    std::string arguments;   // a piece of the arguments' JSON text
+};
+
+// delta.tool_calls of a chat.completion.chunk, as the openai SDK's stream
+// helpers add them up: a call's first piece [{"index", "id", "type":
+// "function", "function": {"name", "arguments"}}], later ones [{"index",
+// "function": {"arguments"}}] (the SDK joins strings, so id, type and
+// name come once).
+Json ToolCallDeltasJson(const std::vector<ToolCallDelta>& deltas);
+// message.tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}].
+Json ToolCallsJson(const std::vector<ToolCall>& calls);
+// Adds `deltas` to the calls they build, as a client does: a piece whose
+// index is new starts call `index` (indices count up from 0 with no gap;
+// a piece that skips one is dropped), the others append arguments.
+void AddToolCallDeltas(const std::vector<ToolCallDelta>& deltas, std::vector<ToolCall>* calls);
+
 // One choice as it was generated.
 struct Choice {
-    std::string               text;        // the answer (with echo: the prompt first)
+    std::string               text;        // the answer (with echo: the prompt first); with tool calls, what
+                                           // is not a call
     std::string               reasoning;   // thinking, apart from the answer
+    std::vector<ToolCall>     tool_calls;  // chat with tools: the calls of the answer, whole
     std::vector<TokenLogprob> logprobs;    // when asked for
     const char*               finish_reason = "stop";   // "stop" (a stop string, the model's end) or "length"
     int64_t                   prompt_tokens = 0;
@@ -71,6 +96,10 @@ struct Choice {
     size_t                    offset = 0;  // completions' text_offset of the next token
     size_t                    prompt_logprobs = 0;   // echo + logprobs: the first entries of `logprobs` score the prompt
 };
+
+// The choice's finish_reason as OpenAI says it: "tool_calls" when the
+// answer called tools and was not cut short, else its own.
+const char* ChoiceFinishReason(const Choice& choice);
 
 // Usage of a whole request.
 struct UsageTotals {
@@ -93,7 +122,9 @@ struct ResponseHead {
 // {"id", "object", "created", "model"}.
 Json Envelope(const ResponseHead& head, const char* object);
 // The non-streamed response: a "chat.completion" or "text_completion"
-// with every choice, log-probs when `request` asked for them, and usage.
+// with every choice, log-probs when `request` asked for them, and usage. A
+// chat choice with tool calls has message.tool_calls, content null when
+// the answer is only calls, and finish_reason ChoiceFinishReason().
 Json ResponseBody(const ApiRequest& request, const ResponseHead& head, std::vector<Choice>& choices,
                   Pieces& pieces);
 
