@@ -108,8 +108,9 @@ static void PrepackThrowJava(JNIEnv* env, int code, const char* message) {
 ** NUL is C0 80, too). These cover every std::string the layer has: prompts,
 ** stop strings (StringVector's elements), tokenize/detokenize, token and
 ** result text and thinking, messages, the model and chat template paths,
-** and every field of a conversation (roles, contents, text parts, names,
-** tool JSON, rendered chat prompts). Invalid UTF-8 coming out becomes
+** every field of a conversation (roles, contents, text parts, names,
+** tool JSON, rendered chat prompts), grammars and tool calls (ids, names,
+** arguments). Invalid UTF-8 coming out becomes
 ** U+FFFD, never a JNI error; the layer only hands out whole UTF-8. */
 %typemap(jni)     std::string, const std::string& "jbyteArray"
 %typemap(jtype)   std::string, const std::string& "byte[]"
@@ -294,3 +295,5 @@ static void* PrepackCSharpStringOf(const std::string& s) {
 %template(RequestVector) std::vector<prepack::binding::Request>;
 %template(ChatMessageVector) std::vector<prepack::binding::ChatMessage>;
 %template(ResultVector)  std::vector<prepack::binding::Result>;
+%template(ToolCallVector)      std::vector<prepack::binding::ToolCall>;
+%template(ToolCallDeltaVector) std::vector<prepack::binding::ToolCallDelta>;

@@ -49,6 +49,16 @@ T Report(Status* status, Body&& body) {
     return T();
 }
 
+// The C grammar text for a binding's (kind, text): NONE and JSON_OBJECT
+// take no text, so "" is NULL there (anything else goes, for the library to
+// refuse by name); the other kinds take any text, "" included (an empty
+// regex matches only ""), so a caller never gets "grammar is NULL" for
+// text it set.
+const char* GrammarText(int32_t kind, const std::string& text) {
+    const bool takes_no_text = kind == PREPACK_GRAMMAR_NONE || kind == PREPACK_GRAMMAR_JSON_OBJECT;
+    return takes_no_text && text.empty() ? nullptr : text.c_str();
+}
+
 // A C conversation viewing a binding Conversation, which must outlive it.
 struct CChat {
     prepack_chat                          c;
@@ -128,6 +138,11 @@ struct CRequest {
         c.lazy_keep_ratio = r.lazy_keep_ratio;
         c.lazy_schedule = r.lazy_schedule.empty() ? nullptr : r.lazy_schedule.c_str();
         c.lazy_revive_limit = r.lazy_revive_limit;
+        SetRawEnum(&c.grammar_kind, r.grammar_kind);
+        c.grammar = GrammarText(r.grammar_kind, r.grammar);
+        SetRawEnum(&c.tool_choice, r.tool_choice);
+        c.tool_choice_function = r.tool_choice_function.empty() ? nullptr : r.tool_choice_function.c_str();
+        c.parallel_tool_calls = r.parallel_tool_calls ? 1 : 0;
     }
     CRequest(const CRequest&) = delete;
     CRequest& operator=(const CRequest&) = delete;
@@ -142,6 +157,30 @@ Usage ToUsage(const prepack_usage& u) {
     out.ttft_ms = u.ttft_ms;
     out.total_ms = u.total_ms;
     out.pruned_fraction = u.pruned_fraction;
+    return out;
+}
+
+// A C string that may be NULL as a std::string ("" for NULL).
+std::string OrEmpty(const char* s) { return s != nullptr ? s : ""; }
+
+std::vector<ToolCallDelta> ToDeltas(const prepack_tool_call_delta* deltas, size_t n) {
+    std::vector<ToolCallDelta> out(n);
+    for (size_t i = 0; i < n; ++i) {
+        out[i].index = deltas[i].index;
+        out[i].id = OrEmpty(deltas[i].id);
+        out[i].name = OrEmpty(deltas[i].name);
+        if (deltas[i].arguments != nullptr) out[i].arguments.assign(deltas[i].arguments, deltas[i].arguments_len);
+    }
+    return out;
+}
+
+std::vector<ToolCall> ToCalls(const prepack_tool_call* calls, size_t n) {
+    std::vector<ToolCall> out(n);
+    for (size_t i = 0; i < n; ++i) {
+        out[i].id = OrEmpty(calls[i].id);
+        out[i].name = OrEmpty(calls[i].name);
+        if (calls[i].arguments != nullptr) out[i].arguments.assign(calls[i].arguments, calls[i].arguments_len);
+    }
     return out;
 }
 
@@ -160,6 +199,15 @@ std::string StatusName(int code) {
     prepack_status status;
     SetRawEnum(&status, code);
     return prepack_status_str(status);
+}
+
+void CheckGrammar(int32_t kind, const std::string& grammar, Status* status) {
+    Report<bool>(status, [&] {
+        prepack_grammar_kind k;
+        SetRawEnum(&k, kind);
+        Check(prepack_grammar_check(k, GrammarText(kind, grammar)));
+        return true;
+    });
 }
 
 EngineOptions::EngineOptions() {
@@ -199,6 +247,9 @@ Request::Request() {
     lazy = r.lazy != 0;
     lazy_keep_ratio = r.lazy_keep_ratio;
     lazy_revive_limit = r.lazy_revive_limit;
+    grammar_kind = r.grammar_kind;
+    tool_choice = r.tool_choice;
+    parallel_tool_calls = r.parallel_tool_calls != 0;
 }
 
 // ---- Stream ---------------------------------------------------------------
@@ -234,6 +285,7 @@ NextResult Stream::Next(int64_t timeout_ms, Status* status) {
             token_.logprob = ev.logprob;
             token_.top_ids.assign(ev.top_ids, ev.top_ids + ev.n_top);
             token_.top_logprobs.assign(ev.top_logprobs, ev.top_logprobs + ev.n_top);
+            token_.tool_call_deltas = ToDeltas(ev.tool_call_deltas, ev.n_tool_call_deltas);
             result_.tokens.push_back(ev.token);
             result_.text += token_.text;
             result_.reasoning += token_.reasoning;
@@ -245,6 +297,7 @@ NextResult Stream::Next(int64_t timeout_ms, Status* status) {
         result_.message = ev.message != nullptr ? ev.message : "";
         result_.usage = ToUsage(ev.usage);
         result_.usage.reasoning_tokens = ev.reasoning_tokens;
+        result_.tool_calls = ToCalls(ev.tool_calls, ev.n_tool_calls);
         return NEXT_END;
     });
 }

@@ -65,6 +65,13 @@ private:
 std::string Version();
 std::string StatusName(int code);
 
+// Checks a grammar without an engine (prepack_grammar_check): returns
+// normally when `kind` (prepack_grammar_kind) and `grammar` would be
+// accepted by a request, else INVALID_ARGUMENT naming the problem (a
+// schema's keyword and JSON pointer, a GBNF line and column, an unknown
+// kind). `grammar` follows Request::grammar's rule for "".
+void CheckGrammar(int32_t kind, const std::string& grammar, Status* status);
+
 // What the engine loads and how it runs. Defaults are prepack_engine_options_init's.
 struct EngineOptions {
     EngineOptions();
@@ -140,6 +147,32 @@ struct Request {
     float                    lazy_keep_ratio; // 0 = the default schedule; see prepack.h
     std::string              lazy_schedule;   // "LAYER:KEEP,..."; "" = unset
     int32_t                  lazy_revive_limit; // pruned tokens a decode step may bring back: 0 = default, -1 = no bound
+    // Structured output: the generated text is a sentence of this grammar.
+    // grammar_kind is a prepack_grammar_kind (NONE by default); grammar is its
+    // text (a JSON Schema, a regex or GBNF). "" is no text (NULL) for NONE and
+    // JSON_OBJECT, which take none, and the empty text for the other kinds.
+    int32_t                  grammar_kind;
+    std::string              grammar;
+    // Tool calls of a chat with tools (prepack_tool_choice; AUTO by default).
+    // tool_choice_function names the tool for FUNCTION ("" = none, NULL).
+    int32_t                  tool_choice;
+    std::string              tool_choice_function;
+    bool                     parallel_tool_calls;   // on by default; off: at most one call
+};
+
+// A tool call of a chat request with tools, whole (prepack_tool_call).
+struct ToolCall {
+    std::string id;          // "call_" + 24 characters
+    std::string name;        // the function called
+    std::string arguments;   // a JSON object's text
+};
+
+// A piece of a tool call as it is generated (prepack_tool_call_delta).
+struct ToolCallDelta {
+    int32_t     index = 0;   // the call's place in the answer: 0, 1, ...
+    std::string id;          // a call's first piece: its id; "" after
+    std::string name;        // a call's first piece: the function; "" after
+    std::string arguments;   // a piece of the arguments' JSON text (may be "")
 };
 
 // One generated token, copied out of the C event.
@@ -150,6 +183,7 @@ struct Token {
     float                logprob = 0.0f;
     std::vector<int32_t> top_ids;             // request.logprobs alternatives, best first
     std::vector<float>   top_logprobs;
+    std::vector<ToolCallDelta> tool_call_deltas;   // chat with tools: the calls as they are generated (often none)
 };
 
 struct Usage {
@@ -172,6 +206,7 @@ struct Result {
     int32_t              status = PREPACK_OK;                   // prepack_status
     std::string          message;                               // "" when OK
     Usage                usage;
+    std::vector<ToolCall> tool_calls;                           // chat with tools: every call, never in text
 };
 
 // What Stream::Next() found.

@@ -23,6 +23,15 @@
 //	stream, err := engine.Chat(ctx, prepack.Request{Chat: chat, MaxTokens: 64})
 //	prompt, err := engine.RenderChat(*chat) // the text and ids it gets
 //
+// Structured output holds the text to a grammar (GrammarJSONObject,
+// GrammarJSONSchema, GrammarRegex, GrammarGBNF; CheckGrammar checks one
+// without a model), and a chat with tools (Conversation.ToolsJSON) may
+// call them as Request.ToolChoice says, the calls arriving in
+// Token.ToolCallDeltas and Result.ToolCalls, never in the text:
+//
+//	res, err := engine.Complete(ctx, prepack.Request{Prompt: "Is it raining?",
+//		GrammarKind: prepack.GrammarRegex, Grammar: "(yes|no)"})
+//
 // Errors are *Error values carrying the library's status Code; bad input
 // is an error, never a panic. Engines are safe for concurrent use; a
 // Stream is read by one goroutine, while Cancel and Close work from any.

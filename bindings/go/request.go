@@ -32,6 +32,22 @@ type Request struct {
 	LazyKeepRatio     float32 // LazyLLM: how hard to prune, in (0, 1]; 0 = the default schedule
 	LazySchedule      string  // LazyLLM: "LAYER:KEEP,..." (overrides LazyKeepRatio)
 	LazyReviveLimit   int     // LazyLLM: pruned tokens a decode step may bring back; 0 = the default, -1 = no bound
+
+	// Structured output: the generated text is a sentence of this grammar
+	// (tokens that cannot continue it are masked before sampling, and the
+	// text ends only where the grammar may end), e.g.
+	// {GrammarKind: GrammarRegex, Grammar: "(yes|no)"}. A bad grammar is
+	// InvalidArgument naming the problem, as CheckGrammar says.
+	GrammarKind GrammarKind
+	Grammar     string // the schema, regex or GBNF text; "" for GrammarNone and GrammarJSONObject
+
+	// Tool calls of a chat whose Conversation.ToolsJSON lists tools: the
+	// calls come in Result.ToolCalls and, as they are generated, in
+	// Token.ToolCallDeltas, never in the text. Tools with a choice other
+	// than ToolChoiceNone exclude a GrammarKind and IgnoreEOS.
+	ToolChoice          ToolChoice // zero: ToolChoiceAuto (ToolChoiceFunction when ToolFunction is set)
+	ToolFunction        string     // the one tool to call (ToolChoiceFunction)
+	NoParallelToolCalls bool       // at most one call per answer
 }
 
 // toNative returns a native copy; the caller deletes it. The only error is
@@ -91,5 +107,14 @@ func (r *Request) toNative() (native.Request, error) {
 	n.SetLazyKeepRatio(r.LazyKeepRatio)
 	n.SetLazySchedule(r.LazySchedule)
 	n.SetLazyReviveLimit(r.LazyReviveLimit)
+	n.SetGrammarKind(int(r.GrammarKind))
+	n.SetGrammar(r.Grammar)
+	choice := r.ToolChoice
+	if choice == ToolChoiceAuto && r.ToolFunction != "" {
+		choice = ToolChoiceFunction // naming a tool means calling it, as OpenAI's {"function": {"name"}}
+	}
+	n.SetToolChoice(choice.native())
+	n.SetToolChoiceFunction(r.ToolFunction)
+	n.SetParallelToolCalls(!r.NoParallelToolCalls)
 	return n, nil
 }

@@ -34,6 +34,9 @@ type Token struct {
 	Logprob     float32 // log p(token) under the model
 	TopIDs      []int32 // the Request.Logprobs most likely ids, best first
 	TopLogprobs []float32
+	// A chat with tools: pieces of the calls generated with this token
+	// (often none; a token may carry only these, its Text empty).
+	ToolCallDeltas []ToolCallDelta
 }
 
 // Usage is the token counts and timings of a finished request.
@@ -56,12 +59,17 @@ type Result struct {
 	FinishReason FinishReason
 	Usage        Usage
 	Err          error // nil when the request ended OK
+	// A chat with tools: every call of the answer, whole (the deltas added
+	// up, the same IDs); never part of Text. Calls mean OpenAI's
+	// finish_reason "tool_calls" unless FinishReason is FinishLength.
+	ToolCalls []ToolCall
 }
 
 // The from* functions copy native values; their argument stays the caller's.
 
 func tokenFrom(t native.Token) Token {
-	out := Token{ID: int32(t.GetId()), Text: t.GetText(), Reasoning: t.GetReasoning(), Logprob: t.GetLogprob(), TopIDs: ints(t.GetTopIds())}
+	out := Token{ID: int32(t.GetId()), Text: t.GetText(), Reasoning: t.GetReasoning(), Logprob: t.GetLogprob(), TopIDs: ints(t.GetTopIds()),
+		ToolCallDeltas: toolCallDeltasFrom(t.GetToolCallDeltas())}
 	if lp := t.GetTopLogprobs(); lp.Size() > 0 {
 		out.TopLogprobs = make([]float32, lp.Size())
 		for i := range out.TopLogprobs {
@@ -84,6 +92,7 @@ func resultFrom(r native.Result) Result {
 			QueueMs:            u.GetQueueMs(), TTFTMs: u.GetTtftMs(), TotalMs: u.GetTotalMs(),
 			PrunedFraction: u.GetPrunedFraction(), ReasoningTokens: int(u.GetReasoningTokens()),
 		},
+		ToolCalls: toolCallsFrom(r.GetToolCalls()),
 	}
 	if code := Code(r.GetStatus()); code != OK {
 		out.Err = &Error{Code: code, Message: r.GetMessage()}

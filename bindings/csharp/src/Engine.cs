@@ -34,6 +34,18 @@ namespace Prepack
             get { return Native.prepack.Version(); }
         }
 
+        /// <summary>
+        /// Checks a grammar without an engine or a model: returns when a request
+        /// with it would be accepted, else throws PrepackException InvalidArgument
+        /// naming the problem (a schema's keyword and JSON pointer, a GBNF line and
+        /// column, a regex's offset, an unknown kind, text for JsonObject). Text
+        /// null is none, as Request.Grammar.
+        /// </summary>
+        public static void CheckGrammar(GrammarKind kind, string grammar)
+        {
+            Native.prepack.CheckGrammar((int)kind, grammar ?? "");
+        }
+
         /// <summary>Starts a request and returns its token stream; dispose the stream when done.</summary>
         public Stream Start(Request request)
         {

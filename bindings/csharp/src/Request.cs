@@ -93,6 +93,28 @@ namespace Prepack
         public string LazySchedule { get; set; }
         /// <summary>LazyLLM: pruned prompt tokens one decode step may bring back; unset or 0 = the engine's default bound, -1 = no bound.</summary>
         public int? LazyReviveLimit { get; set; }
+        /// <summary>
+        /// Structured output: the generated text is a sentence of this grammar
+        /// (tokens that cannot continue it are masked before sampling, and the text
+        /// ends only where the grammar may end); unset: None. Its text is Grammar.
+        /// A bad grammar makes the request fail with InvalidArgument naming the
+        /// problem, as Engine.CheckGrammar says.
+        /// </summary>
+        public GrammarKind? GrammarKind { get; set; }
+        /// <summary>The grammar's text (a JSON Schema, a regex or GBNF); null for None and JsonObject.</summary>
+        public string Grammar { get; set; }
+        /// <summary>
+        /// Whether and which tools a chat request whose conversation has tools may
+        /// call; unset: Auto (or Function when ToolChoiceFunction names one). The
+        /// calls come in Result.ToolCalls and, as they are generated, in
+        /// Token.ToolCallDeltas, never in the text. With tools, any choice but None
+        /// excludes a grammar and IgnoreEos.
+        /// </summary>
+        public ToolChoice? ToolChoice { get; set; }
+        /// <summary>The one tool the answer calls (ToolChoice.Function, which an unset choice becomes).</summary>
+        public string ToolChoiceFunction { get; set; }
+        /// <summary>On by default: an answer may make several calls; off: at most one.</summary>
+        public bool? ParallelToolCalls { get; set; }
 
         /// <summary>A native copy; the caller disposes it.</summary>
         internal Native.Request ToNative()
@@ -131,6 +153,18 @@ namespace Prepack
             if (LazyKeepRatio.HasValue) n.LazyKeepRatio = LazyKeepRatio.Value;
             if (LazySchedule != null) n.LazySchedule = LazySchedule;
             if (LazyReviveLimit.HasValue) n.LazyReviveLimit = LazyReviveLimit.Value;
+            if (GrammarKind.HasValue) n.GrammarKind = (int)GrammarKind.Value;
+            if (Grammar != null) n.Grammar = Grammar;
+            if (ToolChoice.HasValue)
+            {
+                n.ToolChoice = (int)ToolChoice.Value;
+            }
+            else if (ToolChoiceFunction != null)
+            {
+                n.ToolChoice = (int)Prepack.ToolChoice.Function;   // naming a tool means calling it, as OpenAI's
+            }
+            if (ToolChoiceFunction != null) n.ToolChoiceFunction = ToolChoiceFunction;
+            if (ParallelToolCalls.HasValue) n.ParallelToolCalls = ParallelToolCalls.Value;
             return n;
         }
     }

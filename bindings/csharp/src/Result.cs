@@ -1,3 +1,5 @@
+using System.Collections.Generic;
+
 namespace Prepack
 {
     /// <summary>A finished request: its tokens, its text and how it ended. Immutable.</summary>
@@ -12,6 +14,7 @@ namespace Prepack
             Status = (StatusCode)n.Status;
             Message = n.Message;
             Usage = new Usage(n.Usage);   // n.Usage views n: copied while n lives
+            ToolCalls = ToolCall.ListOf(n.ToolCalls);
         }
 
         public int[] Tokens { get; private set; }
@@ -25,6 +28,12 @@ namespace Prepack
         /// <summary>Why, when Status is not Ok; "" otherwise.</summary>
         public string Message { get; private set; }
         public Usage Usage { get; private set; }
+        /// <summary>
+        /// A chat request with tools: every call of the answer, whole (its tokens'
+        /// deltas added up, the same ids); never part of Text. Calls mean OpenAI's
+        /// finish_reason "tool_calls" unless FinishReason is Length. Read-only.
+        /// </summary>
+        public IList<ToolCall> ToolCalls { get; private set; }
 
         /// <summary>Throws the result's error when its status is not Ok.</summary>
         internal Result Check()

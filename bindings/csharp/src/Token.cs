@@ -1,3 +1,5 @@
+using System.Collections.Generic;
+
 namespace Prepack
 {
     /// <summary>One generated token. Immutable.</summary>
@@ -11,6 +13,7 @@ namespace Prepack
             Logprob = n.Logprob;
             TopIds = n.TopIds.ToArray();
             TopLogprobs = n.TopLogprobs.ToArray();
+            ToolCallDeltas = ToolCallDelta.ListOf(n.ToolCallDeltas);
         }
 
         public int Id { get; private set; }
@@ -26,6 +29,11 @@ namespace Prepack
         /// <summary>The request's Logprobs most likely ids, best first.</summary>
         public int[] TopIds { get; private set; }
         public float[] TopLogprobs { get; private set; }
+        /// <summary>
+        /// A chat request with tools: pieces of the calls generated with this token
+        /// (often none; a token may carry only these, its Text empty). Read-only.
+        /// </summary>
+        public IList<ToolCallDelta> ToolCallDeltas { get; private set; }
 
         public override string ToString()
         {

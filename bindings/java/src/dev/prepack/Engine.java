@@ -36,6 +36,20 @@ public final class Engine implements AutoCloseable {
         return dev.prepack.swig.prepack.version();
     }
 
+    /**
+     * Checks a grammar without an engine or a model: returns when a request
+     * with it would be accepted, else throws PrepackException INVALID_ARGUMENT
+     * naming the problem (a schema's keyword and JSON pointer, a GBNF line
+     * and column, a regex's offset, an unknown kind, text for JSON_OBJECT).
+     * {@code text} as in {@link Request#grammar(GrammarKind, String)}.
+     *
+     * @throws NullPointerException if {@code kind} is null
+     */
+    public static void checkGrammar(GrammarKind kind, String text) {
+        Objects.requireNonNull(kind, "kind");
+        dev.prepack.swig.prepack.checkGrammar(kind.ordinal(), text == null ? "" : text);
+    }
+
     /** Starts a request and returns its token stream; close the stream when done. */
     public Stream start(Request request) {
         dev.prepack.swig.Request n = request.toNative();

@@ -34,6 +34,11 @@ public final class Request {
     private Float lazyKeepRatio;
     private String lazySchedule;
     private Integer lazyReviveLimit;
+    private GrammarKind grammarKind;
+    private String grammar;
+    private ToolChoice toolChoice;
+    private String toolChoiceFunction;
+    private Boolean parallelToolCalls;
 
     /**
      * A request for UTF-8 text (BOS added before it unless {@link #addBos(boolean)} says not).
@@ -197,6 +202,69 @@ public final class Request {
         return this;
     }
 
+    /**
+     * Structured output: the generated text is a sentence of this grammar
+     * (tokens that cannot continue it are masked before sampling, and the text
+     * ends only where the grammar may end). {@code text} is the JSON Schema,
+     * regex or GBNF; null for {@link GrammarKind#NONE} and
+     * {@link GrammarKind#JSON_OBJECT}, which take none. A bad grammar makes
+     * the request fail with INVALID_ARGUMENT naming the problem, as
+     * {@link Engine#checkGrammar(GrammarKind, String)} says.
+     *
+     * @throws NullPointerException if {@code kind} is null
+     */
+    public Request grammar(GrammarKind kind, String text) {
+        grammarKind = Objects.requireNonNull(kind, "kind");
+        grammar = text;
+        return this;
+    }
+
+    /** The text is any JSON object (OpenAI's {@code {"type": "json_object"}}). */
+    public Request jsonObject() {
+        return grammar(GrammarKind.JSON_OBJECT, null);
+    }
+
+    /** The text is JSON valid under this JSON Schema (objects allow no property it does not name). */
+    public Request jsonSchema(String schema) {
+        return grammar(GrammarKind.JSON_SCHEMA, Objects.requireNonNull(schema, "schema"));
+    }
+
+    /** The whole text matches this regular expression (JSON Schema's {@code pattern} syntax). */
+    public Request regex(String regex) {
+        return grammar(GrammarKind.REGEX, Objects.requireNonNull(regex, "regex"));
+    }
+
+    /** The text is a sentence of this llama.cpp GBNF grammar (start rule {@code root}). */
+    public Request gbnf(String grammar) {
+        return grammar(GrammarKind.GBNF, Objects.requireNonNull(grammar, "grammar"));
+    }
+
+    /**
+     * Whether and which tools a chat request whose conversation has tools may
+     * call; unset: AUTO (or FUNCTION when {@link #toolChoiceFunction(String)}
+     * names one). The calls come in {@link Result#toolCalls()} and, as they
+     * are generated, in {@link Token#toolCallDeltas()}, never in the text.
+     * With tools, any choice but NONE excludes a grammar and ignoreEos.
+     *
+     * @throws NullPointerException if {@code choice} is null
+     */
+    public Request toolChoice(ToolChoice choice) {
+        toolChoice = Objects.requireNonNull(choice, "choice");
+        return this;
+    }
+
+    /** The one tool the answer calls ({@link ToolChoice#FUNCTION}, which an unset choice becomes). */
+    public Request toolChoiceFunction(String name) {
+        toolChoiceFunction = Objects.requireNonNull(name, "name");
+        return this;
+    }
+
+    /** On by default: an answer may make several calls; off: at most one. */
+    public Request parallelToolCalls(boolean on) {
+        parallelToolCalls = on;
+        return this;
+    }
+
     /** A native copy; the caller deletes it. */
     dev.prepack.swig.Request toNative() {
         dev.prepack.swig.Request n = new dev.prepack.swig.Request();
@@ -233,6 +301,15 @@ public final class Request {
         if (lazyKeepRatio != null) n.setLazyKeepRatio(lazyKeepRatio);
         if (lazySchedule != null) n.setLazySchedule(lazySchedule);
         if (lazyReviveLimit != null) n.setLazyReviveLimit(lazyReviveLimit);
+        if (grammarKind != null) n.setGrammarKind(grammarKind.ordinal());
+        if (grammar != null) n.setGrammar(grammar);
+        if (toolChoice != null) {
+            n.setToolChoice(toolChoice.ordinal());
+        } else if (toolChoiceFunction != null) {
+            n.setToolChoice(ToolChoice.FUNCTION.ordinal());   // naming a tool means calling it, as OpenAI's
+        }
+        if (toolChoiceFunction != null) n.setToolChoiceFunction(toolChoiceFunction);
+        if (parallelToolCalls != null) n.setParallelToolCalls(parallelToolCalls);
         return n;
     }
 }

@@ -1,5 +1,7 @@
 package dev.prepack;
 
+import java.util.List;
+
 /** A finished request: its tokens, its text and how it ended. Immutable. */
 public final class Result {
     private final int[] tokens;
@@ -9,6 +11,7 @@ public final class Result {
     private final StatusCode status;
     private final String message;
     private final Usage usage;
+    private final List<ToolCall> toolCalls;
 
     Result(dev.prepack.swig.Result n) {
         tokens = Convert.ints(n.getTokens());
@@ -18,6 +21,7 @@ public final class Result {
         status = StatusCode.of(n.getStatus());
         message = n.getMessage();
         usage = new Usage(n.getUsage());
+        toolCalls = ToolCall.listOf(n.getToolCalls());
     }
 
     public int[] tokens() {
@@ -50,6 +54,16 @@ public final class Result {
 
     public Usage usage() {
         return usage;
+    }
+
+    /**
+     * A chat request with tools: every call of the answer, whole (its tokens'
+     * deltas added up, the same ids); never part of {@link #text()}. Calls
+     * mean OpenAI's finish_reason "tool_calls" unless the finish reason is
+     * LENGTH. Unmodifiable.
+     */
+    public List<ToolCall> toolCalls() {
+        return toolCalls;
     }
 
     /** Throws the result's error when its status is not OK. */

@@ -1,5 +1,7 @@
 package dev.prepack;
 
+import java.util.List;
+
 /** One generated token: its id, its text and its log-probability. Immutable. */
 public final class Token {
     private final int id;
@@ -8,6 +10,7 @@ public final class Token {
     private final float logprob;
     private final int[] topIds;
     private final float[] topLogprobs;
+    private final List<ToolCallDelta> toolCallDeltas;
 
     Token(dev.prepack.swig.Token n) {
         id = n.getId();
@@ -16,6 +19,7 @@ public final class Token {
         logprob = n.getLogprob();
         topIds = Convert.ints(n.getTopIds());
         topLogprobs = Convert.floats(n.getTopLogprobs());
+        toolCallDeltas = ToolCallDelta.listOf(n.getToolCallDeltas());
     }
 
     public int id() {
@@ -48,6 +52,14 @@ public final class Token {
 
     public float[] topLogprobs() {
         return topLogprobs.clone();
+    }
+
+    /**
+     * A chat request with tools: pieces of the calls generated with this token
+     * (often none; a token may carry only these, its text empty). Unmodifiable.
+     */
+    public List<ToolCallDelta> toolCallDeltas() {
+        return toolCallDeltas;
     }
 
     @Override
