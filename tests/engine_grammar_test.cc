@@ -151,7 +151,9 @@ TEST(EngineGrammar, ConstrainedBesideUnconstrainedUnderEveryPolicyGetSoloTokens)
             if (reqs[i].grammar.active()) ExpectFollowsItsGrammar(reqs[i], c);
         }
         const EngineStats st = engine->Stats();
-        if (policy != SchedulePolicy::kBatchLlm) EXPECT_GT(st.preemptions, 0u) << "the budget forced no preemption";
+        if (policy != SchedulePolicy::kBatchLlm) {
+            EXPECT_GT(st.preemptions, 0u) << "the budget forced no preemption";
+        }
         std::printf("%s: %llu preemptions\n", SchedulePolicyName(policy), (unsigned long long)st.preemptions);
         // Two specs in the batch: each compiled once, the other requests reuse it.
         EXPECT_EQ(st.grammar_cache_misses, 2u);
@@ -289,7 +291,9 @@ TEST(EngineGrammarChatModel, JsonAnswersParseUnderEveryPolicyAndMatchTheirSoloRu
             ASSERT_TRUE(streams[i].ok()) << streams[i].status();
             const Collected c = Collect(**streams[i]);
             ExpectValidChatAnswer(reqs[i], c);
-            if (policy == SchedulePolicy::kFcfs) EXPECT_EQ(c.tokens, solo[i]) << "greedy: the same alone and batched";
+            if (policy == SchedulePolicy::kFcfs) {
+                EXPECT_EQ(c.tokens, solo[i]) << "greedy: the same alone and batched";
+            }
             std::printf("[%s] %s -> %s (%s)\n", SchedulePolicyName(policy), reqs[i].chat->messages[0]["content"]
                         .get<std::string>().c_str(), c.text.c_str(), FinishReasonName(c.finish.finish_reason));
         }

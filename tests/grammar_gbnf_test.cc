@@ -11,7 +11,9 @@
 // only: positions are bits of a uint64_t.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -347,19 +349,104 @@ TEST(GbnfLimits, RefusedPastEveryLimit) {
     EXPECT_EQ(ParseGbnf("root ::= (((\"a\")*))", "root", limits).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
-TEST(GbnfLimits, RegexSizeIsBoundedEvenWhenShared) {
+void ExpectWellFormed(const Grammar& g, const std::string& context);   // below
+
+// A regex node's size as GbnfLimits::max_lexeme_nodes counts it (shared
+// subtrees at every use, a repetition at its largest count), recomputed
+// here from the IR alone.
+int64_t ExpandedSize(const Grammar& g, int32_t node, std::unordered_map<int32_t, int64_t>* memo) {
+    constexpr int64_t kHuge = int64_t{1} << 40;
+    auto it = memo->find(node);
+    if (it != memo->end()) return it->second;
+    const RegexNode& n = g.regex[node];
+    int64_t children = 0;
+    for (int32_t child : n.children) children = std::min(kHuge, children + ExpandedSize(g, child, memo));
+    if (n.kind == Kind::kRepeat) children = std::min(kHuge, children * std::max({n.min, n.max, 1}));
+    const int64_t size = std::min(kHuge, 1 + children);
+    memo->emplace(node, size);
+    return size;
+}
+
+int64_t LargestLexeme(const Grammar& g) {
+    std::unordered_map<int32_t, int64_t> memo;
+    int64_t largest = 0;
+    for (const Lexeme& l : g.lexemes) largest = std::max(largest, ExpandedSize(g, l.regex, &memo));
+    return largest;
+}
+
+Grammar MustParseWithLexemeCap(std::string_view text, int32_t cap) {
+    GbnfLimits limits;
+    limits.max_lexeme_nodes = cap;
+    absl::StatusOr<Grammar> g = ParseGbnf(text, "root", limits);
+    EXPECT_TRUE(g.ok()) << g.status() << "\n" << text;
+    return g.ok() ? *std::move(g) : Grammar{};
+}
+
+TEST(GbnfLimits, LargeRegularPartsStayRulesPastTheLexemeCap) {
     // Each rule doubles the previous one: 2^40 bytes once expanded, though
-    // the hash-consed pool holds only a few nodes.
+    // the hash-consed pool holds only a few nodes. Past the lexeme cap the
+    // rules stay rules (shared by the parser), so it parses.
     std::string doubling = "root ::= r40\nr0 ::= \"ab\"\n";
     for (int i = 1; i <= 40; ++i) doubling += "r" + std::to_string(i) + " ::= r" + std::to_string(i - 1) + " r" +
                                               std::to_string(i - 1) + "\n";
-    const absl::StatusOr<Grammar> g = ParseGbnf(doubling);
-    EXPECT_EQ(g.status().code(), absl::StatusCode::kResourceExhausted) << g.status();
-    EXPECT_NE(std::string(g.status().message()).find("max_regex_nodes"), std::string::npos);
+    const Grammar shared = MustParse(doubling);
+    EXPECT_LE(LargestLexeme(shared), GbnfLimits{}.max_lexeme_nodes);
+    EXPECT_GE(shared.rules.size(), 20u);   // 2^15 bytes at most per lexeme: r15 and up are rules
+    EXPECT_LE(shared.rules.size(), 41u);
 
-    // Nested counted repetitions multiply.
-    EXPECT_EQ(ParseGbnf("root ::= (((\"a\"){200}){200}){200}").status().code(), absl::StatusCode::kResourceExhausted);
-    EXPECT_TRUE(ParseGbnf("root ::= ((\"a\"){200}){200}").ok());
+    // Nested counted repetitions multiply: 8 million bytes, cut into
+    // chunks of the inner repetition.
+    const Grammar counted = MustParse("root ::= (((\"a\"){200}){200}){200}");
+    EXPECT_GT(counted.lexemes.size(), 0u);
+    EXPECT_LE(LargestLexeme(counted), GbnfLimits{}.max_lexeme_nodes);
+    const Grammar small = MustParse("root ::= ((\"a\"){200}){200}");
+    EXPECT_EQ(small.lexemes.size(), 1u);   // 40,201 nodes: still one lexeme
+
+    // The pool's own node count is still bounded (distinct lexemes).
+    GbnfLimits limits;
+    limits.max_regex_nodes = 100;
+    std::string many = "root ::= \"k0\"";
+    for (int i = 1; i < 200; ++i) many += " | \"k" + std::to_string(i) + "\"";
+    const absl::StatusOr<Grammar> refused = ParseGbnf(many, "root", limits);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+    EXPECT_NE(std::string(refused.status().message()).find("max_regex_nodes"), std::string::npos);
+}
+
+// The same languages whatever the cap, with closed-form answers: a^32
+// from doubling rules, a^12 from nested counts, (ab)^2..5, x^3 and more.
+TEST(GbnfLimits, LexemeCapChangesTheCutNeverTheLanguage) {
+    std::string doubling = "root ::= r5\nr0 ::= \"a\"\n";
+    for (int i = 1; i <= 5; ++i) doubling += "r" + std::to_string(i) + " ::= r" + std::to_string(i - 1) + " r" +
+                                             std::to_string(i - 1) + "\n";
+    struct Case {
+        std::string gbnf;
+        std::string unit;
+        std::function<bool(int)> accepts;   // of `unit` repeated n times
+    };
+    const std::vector<Case> cases = {
+        {doubling, "a", [](int n) { return n == 32; }},
+        {"root ::= ((\"a\"){3}){4}", "a", [](int n) { return n == 12; }},
+        {"root ::= (\"ab\"){2,5}", "ab", [](int n) { return n >= 2 && n <= 5; }},
+        {"root ::= \"x\"{3,}", "x", [](int n) { return n >= 3; }},
+        {"root ::= (\"x\"{2}){0,7} \"x\"", "x", [](int n) { return n % 2 == 1 && n <= 15; }},
+        {"root ::= \"aaaaaaaaaa\" (\"a\" | \"aa\")?", "a", [](int n) { return n >= 10 && n <= 12; }},
+    };
+    for (const Case& c : cases) {
+        for (int32_t cap : {1, 2, 3, 5, 8, 13, 50000}) {
+            const Grammar g = MustParseWithLexemeCap(c.gbnf, cap);
+            ExpectWellFormed(g, c.gbnf);
+            if (cap >= 3) {
+                EXPECT_LE(LargestLexeme(g), cap) << c.gbnf << " cap " << cap;
+            }
+            std::string text;
+            for (int n = 0; text.size() + c.unit.size() + 1 < 64; ++n, text += c.unit) {
+                EXPECT_EQ(GrammarAccepts(g, text), c.accepts(n)) << c.gbnf << " cap " << cap << " n " << n;
+                if (!text.empty()) {
+                    EXPECT_FALSE(GrammarAccepts(g, text + "b" + c.unit)) << c.gbnf;
+                }
+            }
+        }
+    }
 }
 
 TEST(GbnfLimits, LongReferenceChainsDoNotRecurse) {
@@ -711,6 +798,24 @@ INSTANTIATE_TEST_SUITE_P(Files, GbnfLanguage,
                                            "nested.gbnf"),
                          [](const auto& info) { return info.param.substr(0, info.param.find('.')); });
 
+// The same goldens with lexemes cut small (1: every item its own lexeme
+// or rule; 40: the test grammars' classes still fit whole).
+TEST_P(GbnfLanguage, SmallLexemeCapsKeepTheLanguage) {
+    const std::string text = ReadDataFile(GetParam());
+    for (int32_t cap : {1, 6, 40}) {
+        const Grammar g = MustParseWithLexemeCap(text, cap);
+        ExpectWellFormed(g, GetParam());
+        if (cap == 40) {
+            EXPECT_LE(LargestLexeme(g), cap) << GetParam();
+        }
+        for (const auto& row : Goldens().at(GetParam())) {
+            const std::string candidate = row[0].get<std::string>();
+            EXPECT_EQ(GrammarAccepts(g, candidate), row[1].get<bool>())
+                << GetParam() << " cap " << cap << ": \"" << candidate << "\"";
+        }
+    }
+}
+
 TEST(GbnfLanguageExhaustive, CountedRepetitionsOverAllShortStrings) {
     const Grammar g = MustParse(ReadDataFile("counted.gbnf"));
     std::set<std::string> expected;
@@ -763,6 +868,60 @@ TEST(GbnfWithEngine, MatcherAgreesOnTheGoldens) {
             EXPECT_EQ(accepted, row[1].get<bool>()) << file << ": \"" << text << "\"";
         }
     }
+}
+
+std::string FieldsGrammar(int fields) {
+    std::string gbnf = "root ::=";
+    for (int i = 0; i < fields; ++i) gbnf += " \"f" + std::to_string(i) + "=\" [a-z]{0,200} \";\"";
+    return gbnf;
+}
+
+// A regular root far past the old single-lexeme limit (5000 fields: about
+// 1.1 million nodes as one regex, refused before) now parses into lexemes
+// within the cap. Matching it would pass CompileLimits::max_nfa_states
+// (its lexemes are all different), so the engine check below uses 1500
+// fields (still cut: over 300,000 nodes).
+TEST(GbnfWithEngine, HugeRegularRootIsCutIntoBoundedLexemes) {
+    const Grammar huge = MustParse(FieldsGrammar(5000));
+    ExpectWellFormed(huge, "5000 fields");
+    EXPECT_GT(huge.lexemes.size(), 20u);
+    EXPECT_LE(LargestLexeme(huge), GbnfLimits{}.max_lexeme_nodes);
+
+    constexpr int kFields = 1500;
+    const Grammar g = MustParse(FieldsGrammar(kFields));
+    EXPECT_GT(g.lexemes.size(), 5u);
+    EXPECT_LE(LargestLexeme(g), GbnfLimits{}.max_lexeme_nodes);
+
+    VocabularyInfo info;
+    for (int b = 0; b < 256; ++b) info.token_bytes.push_back(std::string(1, static_cast<char>(b)));
+    info.token_bytes.push_back("");
+    info.end_tokens = {256};
+    auto vocab = std::make_shared<const TokenVocabulary>(info);
+    absl::StatusOr<std::shared_ptr<const CompiledGrammar>> compiled = Compile(g, vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    std::mt19937 rng(5);
+    auto record = [&](int long_field) {
+        std::string text;
+        for (int i = 0; i < kFields; ++i) {
+            text += "f" + std::to_string(i) + "=";
+            const int length = i == long_field ? 201 : static_cast<int>(rng() % 4) * (i % 97 == 0 ? 50 : 1);
+            for (int k = 0; k < length; ++k) text.push_back(static_cast<char>('a' + rng() % 26));
+            text += ";";
+        }
+        return text;
+    };
+    auto accepts = [&](const std::string& text) {
+        Matcher matcher(*compiled);
+        return matcher.AcceptBytes(text) && matcher.CanEnd();
+    };
+    const std::string valid = record(-1);
+    EXPECT_TRUE(accepts(valid));
+    EXPECT_FALSE(accepts(record(kFields / 2)));                 // one value of 201 letters
+    EXPECT_FALSE(accepts(valid.substr(0, valid.size() - 1)));   // the last ';' missing
+    std::string swapped = valid;
+    const size_t at = swapped.find("f1200=") + 3;
+    swapped[at] = '9';                                           // f1290= where f1200= belongs
+    EXPECT_FALSE(accepts(swapped));
 }
 
 }  // namespace

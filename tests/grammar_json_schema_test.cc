@@ -196,12 +196,16 @@ TEST(JsonSchemaNumbers, NumberBoundsMatchArithmetic) {
             const double x = std::strtod(text.c_str(), nullptr);
             const bool satisfies = (b.lo_exclusive ? x > b.lo : x >= b.lo) && (b.hi_exclusive ? x < b.hi : x <= b.hi);
             const bool accepted = sentences.Accepts(text);
-            if (accepted) EXPECT_TRUE(satisfies) << b.schema << " accepts " << text;
+            if (accepted) {
+                EXPECT_TRUE(satisfies) << b.schema << " accepts " << text;
+            }
             // Plain decimals (no exponent, not "-0...", few digits, so that
             // no rounding is involved) within the bounds.
             const bool plain = text.find_first_of("eE") == std::string::npos && text.size() < 16 &&
                                !(text[0] == '-' && x == 0);
-            if (plain && satisfies) EXPECT_TRUE(accepted) << b.schema << " rejects " << text;
+            if (plain && satisfies) {
+                EXPECT_TRUE(accepted) << b.schema << " rejects " << text;
+            }
         }
     }
 }

@@ -12,6 +12,12 @@
 // lexeme (a rule that reaches no recursion is regular; so is a run of
 // regular symbols inside an alternative), leaving only the recursive
 // structure to the Earley parser. This changes speed, never the language.
+// No lexeme grows past GbnfLimits::max_lexeme_nodes (tree-expanded size):
+// a regular rule larger than that stays a rule, and a larger regular item
+// is cut into several lexemes (a sequence at its items, a choice at its
+// alternatives, X{m,n} into consecutive X{k} / X{0,k} chunks), so a big
+// regular grammar (a large non-recursive JSON Schema) costs the parser a
+// few more steps instead of being refused. The language stays the same.
 #pragma once
 
 #include <string_view>
@@ -27,6 +33,12 @@ struct GbnfLimits {
     int32_t max_repeat = 10000;        // the largest m or n in {m,n}
     int32_t max_nesting = 200;         // parentheses / regex nesting
     int32_t max_regex_nodes = 1000000; // after expanding repetitions and UTF-8 classes
+    // Largest tree-expanded size (shared subtrees counted at every use,
+    // repetitions at their count) of one lexeme: where the lexer stops and
+    // the parser takes over. Small enough that each lexeme's NFA and lazy
+    // DFA stay cheap; a single item that cannot be cut (a class of very
+    // many ranges) is still bounded by max_regex_nodes only.
+    int32_t max_lexeme_nodes = 50000;
 };
 
 // INVALID_ARGUMENT naming the line and column (an unknown rule, a syntax

@@ -1,5 +1,6 @@
 #include "core/grammar/gbnf_lowering.h"
 
+#include <algorithm>
 #include <deque>
 #include <unordered_map>
 
@@ -12,6 +13,17 @@ using NodeKind = AstNode::Kind;
 
 // Lexeme names are for messages: a short, single-line spelling.
 constexpr size_t kMaxNameBytes = 60;
+
+// Size estimates saturate here: far above any limit, far below overflow.
+constexpr int64_t kSizeSaturation = int64_t{1} << 40;
+
+int64_t AddSizes(int64_t a, int64_t b) { return std::min(a + b, kSizeSaturation); }
+int64_t MultiplySize(int64_t a, int64_t b) {
+    if (a == 0 || b == 0) return 0;
+    return a > kSizeSaturation / b ? kSizeSaturation : std::min(a * b, kSizeSaturation);
+}
+
+int64_t Utf8Length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
 
 std::string ShortName(std::string_view source) {
     std::string name;
@@ -46,7 +58,11 @@ struct Piece {
 class Lowering {
 public:
     Lowering(const Ast& ast, std::string_view text, const GbnfLimits& limits)
-        : ast_(ast), text_(text), limits_(limits), pool_(limits.max_regex_nodes, 4 * limits.max_nesting) {}
+        : ast_(ast),
+          text_(text),
+          limits_(limits),
+          pool_(limits.max_regex_nodes, 4 * limits.max_nesting),
+          lexeme_cap_(std::max<int64_t>(1, std::min(limits.max_lexeme_nodes, limits.max_regex_nodes))) {}
 
     absl::StatusOr<Grammar> Run(std::string_view root_name) {
         auto root_it = ast_.rule_index.find(std::string(root_name));
@@ -56,8 +72,10 @@ public:
         }
         const int32_t root = root_it->second;
         FindRegularRules(root);
+        ChooseInlinedRules();
         MarkRegularNodes();
         for (int32_t rule : regular_order_) {
+            if (!rule_regular_[rule]) continue;
             rule_regex_[rule] = BuildRegex(ast_.rules[rule].body);
             PP_RETURN_IF_ERROR(pool_.status());
         }
@@ -141,6 +159,63 @@ private:
         }
     }
 
+    // A regular rule is inlined (its uses become regular expressions) only
+    // while its expanded size stays within the lexeme cap; a larger one,
+    // and every rule using it, stays a rule for the Earley parser, which
+    // then shares it between its uses instead of copying it into each.
+    // Dependency order settles the rules a rule uses before the rule.
+    void ChooseInlinedRules() {
+        rule_size_.assign(ast_.rules.size(), kSizeSaturation);
+        node_size_.assign(ast_.nodes.size(), -1);
+        for (int32_t rule : regular_order_) {
+            const int64_t size = EstimateSize(ast_.rules[rule].body);
+            if (size > lexeme_cap_) {
+                rule_regular_[rule] = 0;   // rule_size_ stays saturated: users are not inlined either
+            } else {
+                rule_size_[rule] = size;
+            }
+        }
+    }
+
+    // An upper bound of the pool's expanded size of BuildRegex(index)
+    // (RegexPool only shrinks what this counts: flattening, merged byte
+    // sets, dropped ""), saturating. A reference to a rule that is not
+    // inlined saturates, so what holds one is never a lexeme. Memoized;
+    // recursion follows the node's nesting (bounded by max_nesting), not
+    // references.
+    int64_t EstimateSize(int32_t index) {
+        if (node_size_[index] >= 0) return node_size_[index];
+        const AstNode& node = ast_.nodes[index];
+        int64_t size = 1;
+        switch (node.kind) {
+            case NodeKind::kLiteral:
+                for (uint32_t cp : node.code_points) size = AddSizes(size, Utf8Length(cp));
+                break;
+            case NodeKind::kClass:
+                for (const CodePointRange& range : node.ranges) {
+                    for (const Utf8Sequence& sequence : Utf8Sequences(range)) {
+                        size = AddSizes(size, 1 + static_cast<int64_t>(sequence.size()));
+                    }
+                }
+                break;
+            case NodeKind::kRuleRef:
+                size = rule_size_[node.rule];
+                break;
+            case NodeKind::kSequence:
+            case NodeKind::kChoice:
+                for (int32_t child : node.children) size = AddSizes(size, EstimateSize(child));
+                break;
+            case NodeKind::kRepeat:
+                if (node.max != 0) {
+                    const int64_t copies = std::max<int64_t>({int64_t{node.min}, int64_t{node.max}, 1});
+                    size = AddSizes(1, MultiplySize(EstimateSize(node.children[0]), copies));
+                }
+                break;
+        }
+        node_size_[index] = size;
+        return size;
+    }
+
     // Children come before parents in Ast::nodes, so one pass suffices.
     void MarkRegularNodes() {
         node_regular_.assign(ast_.nodes.size(), 0);
@@ -150,7 +225,19 @@ private:
             if (node.kind == NodeKind::kRuleRef) regular = rule_regular_[node.rule];
             for (int32_t child : node.children) regular = regular && node_regular_[child];
             node_regular_[i] = regular;
+            EstimateSize(static_cast<int32_t>(i));   // children are already memoized: no deep recursion
         }
+    }
+
+    // A node that may become (part of) one lexeme.
+    bool FitsOneLexeme(int32_t index) const { return node_regular_[index] && node_size_[index] <= lexeme_cap_; }
+
+    int32_t LiteralRegex(const std::vector<uint32_t>& code_points, size_t begin, size_t end) {
+        std::vector<int32_t> bytes;
+        for (size_t i = begin; i < end; ++i) {
+            for (char c : EncodeUtf8(code_points[i])) bytes.push_back(pool_.ByteRange(c, c));
+        }
+        return pool_.Concat(bytes);
     }
 
     int32_t ClassRegex(const std::vector<CodePointRange>& ranges) {
@@ -170,13 +257,8 @@ private:
     int32_t BuildRegex(int32_t index) {
         const AstNode& node = ast_.nodes[index];
         switch (node.kind) {
-            case NodeKind::kLiteral: {
-                std::vector<int32_t> bytes;
-                for (uint32_t cp : node.code_points) {
-                    for (char c : EncodeUtf8(cp)) bytes.push_back(pool_.ByteRange(c, c));
-                }
-                return pool_.Concat(bytes);
-            }
+            case NodeKind::kLiteral:
+                return LiteralRegex(node.code_points, 0, node.code_points.size());
             case NodeKind::kClass:
                 return ClassRegex(node.ranges);
             case NodeKind::kRuleRef:
@@ -244,12 +326,15 @@ private:
     }
 
     // Cuts `pieces` into symbols: each run of regular expressions becomes
-    // one lexeme (a run matching only "" disappears).
+    // one lexeme (a run matching only "" disappears), or several
+    // consecutive ones where the run would outgrow the lexeme cap.
     std::vector<Symbol> Finalize(const std::vector<Piece>& pieces) {
         std::vector<Symbol> symbols;
         std::vector<int32_t> run;
         std::string run_name;
+        int64_t run_size = 1;   // the concatenation node itself
         auto flush = [&] {
+            run_size = 1;
             if (run.empty()) return;
             const int32_t regex = pool_.Concat(run);
             if (regex != pool_.Empty()) symbols.push_back(LexemeFor(regex, run_name));
@@ -258,7 +343,10 @@ private:
         };
         for (const Piece& piece : pieces) {
             if (piece.is_regex) {
+                const int64_t size = pool_.expanded_size(piece.regex);
+                if (!run.empty() && AddSizes(run_size, size) > lexeme_cap_) flush();
                 run.push_back(piece.regex);
+                run_size = AddSizes(run_size, size);
                 if (run_name.size() <= kMaxNameBytes) absl::StrAppend(&run_name, run_name.empty() ? "" : " ", piece.name);
             } else {
                 flush();
@@ -270,21 +358,36 @@ private:
     }
 
     // A choice's alternatives; the regular ones merge into one lexeme
-    // alternative where the first of them stood.
+    // alternative where the first of them stood (into several, each within
+    // the lexeme cap, where they are many or large).
     std::vector<std::vector<Symbol>> LowerChoice(int32_t choice, const std::string& owner) {
         const AstNode& node = ast_.nodes[choice];
         std::vector<std::vector<Symbol>> alternatives;
         std::vector<int32_t> regular_regexes;
         std::string regular_name;
         size_t regular_slot = 0;
+        int64_t regular_size = 1;   // the choice node itself
+        auto flush = [&] {
+            if (!regular_regexes.empty()) {
+                const int32_t regex = pool_.Alt(regular_regexes);
+                if (regex != pool_.Empty()) alternatives[regular_slot] = {LexemeFor(regex, regular_name)};
+            }
+            regular_regexes.clear();
+            regular_name.clear();
+            regular_size = 1;
+        };
         for (int32_t alternative : node.children) {
             if (!status_.ok()) break;
-            if (node_regular_[alternative]) {
+            if (FitsOneLexeme(alternative)) {
+                const int32_t regex = BuildRegex(alternative);
+                const int64_t size = pool_.expanded_size(regex);
+                if (!regular_regexes.empty() && AddSizes(regular_size, size) > lexeme_cap_) flush();
                 if (regular_regexes.empty()) {
                     regular_slot = alternatives.size();
                     alternatives.emplace_back();
                 }
-                regular_regexes.push_back(BuildRegex(alternative));
+                regular_regexes.push_back(regex);
+                regular_size = AddSizes(regular_size, size);
                 if (regular_name.size() <= kMaxNameBytes) {
                     absl::StrAppend(&regular_name, regular_name.empty() ? "" : " | ", NameOf(alternative));
                 }
@@ -294,10 +397,7 @@ private:
             LowerInto(alternative, owner, &pieces);
             alternatives.push_back(Finalize(pieces));
         }
-        if (!regular_regexes.empty()) {
-            const int32_t regex = pool_.Alt(regular_regexes);
-            if (regex != pool_.Empty()) alternatives[regular_slot] = {LexemeFor(regex, regular_name)};
-        }
+        flush();
         return alternatives;
     }
 
@@ -341,12 +441,41 @@ private:
         if (optional_tail >= 0) Push(pieces, rule_piece(optional_tail));
     }
 
+    // X{m,n} for a regular X too large to repeat inside one lexeme: as
+    // consecutive pieces X{k}... X{r} (m copies) then X{0,k}... (up to n-m
+    // more) or X* (no limit), each within the lexeme cap; Finalize then
+    // packs neighbours into lexemes. The same language, since i copies
+    // then j copies of X are i+j copies.
+    void LowerCountedRegular(int32_t index, std::vector<Piece>* pieces) {
+        const AstNode& node = ast_.nodes[index];
+        const int32_t item = BuildRegex(node.children[0]);
+        const int64_t item_size = pool_.expanded_size(item);
+        const int64_t most_copies = node.max == AstNode::kUnbounded ? std::max(node.min, 1) : node.max;
+        const int32_t per_piece = static_cast<int32_t>(
+            std::clamp<int64_t>((lexeme_cap_ - 1) / std::max<int64_t>(item_size, 1), 1, most_copies));
+        const std::string name = NameOf(index);
+        auto push_repeat = [&](int32_t min, int32_t max) { Push(pieces, Piece{true, pool_.Repeat(item, min, max), {}, name}); };
+        for (int32_t left = node.min; left > 0 && status_.ok(); left -= per_piece) {
+            const int32_t copies = std::min(left, per_piece);
+            push_repeat(copies, copies);
+        }
+        if (node.max == AstNode::kUnbounded) {
+            push_repeat(0, AstNode::kUnbounded);
+            return;
+        }
+        for (int32_t left = node.max - node.min; left > 0 && status_.ok(); left -= per_piece) {
+            push_repeat(0, std::min(left, per_piece));
+        }
+    }
+
     void LowerInto(int32_t index, const std::string& owner, std::vector<Piece>* pieces) {
         if (!status_.ok()) return;
-        if (node_regular_[index]) {
+        if (FitsOneLexeme(index)) {
             Push(pieces, Piece{true, BuildRegex(index), {}, NameOf(index)});
             return;
         }
+        // Here the node holds recursion, or is regular but over the lexeme
+        // cap: either way it is cut at its structure.
         const AstNode& node = ast_.nodes[index];
         switch (node.kind) {
             case NodeKind::kRuleRef:
@@ -369,11 +498,26 @@ private:
                 return;
             }
             case NodeKind::kRepeat:
-                LowerRepeat(node, owner, pieces);
+                if (FitsOneLexeme(node.children[0]) && node_size_[node.children[0]] < lexeme_cap_) {
+                    LowerCountedRegular(index, pieces);
+                } else {
+                    LowerRepeat(node, owner, pieces);
+                }
                 return;
-            case NodeKind::kLiteral:
+            case NodeKind::kLiteral: {
+                // A literal longer than a lexeme may hold: consecutive chunks.
+                const size_t per_piece = static_cast<size_t>(std::max<int64_t>(1, (lexeme_cap_ - 1) / 4));
+                for (size_t begin = 0; begin < node.code_points.size() && status_.ok(); begin += per_piece) {
+                    const size_t end = std::min(node.code_points.size(), begin + per_piece);
+                    Push(pieces, Piece{true, LiteralRegex(node.code_points, begin, end), {}, NameOf(index)});
+                }
+                return;
+            }
             case NodeKind::kClass:
-                return;   // always regular
+                // One code point cannot be cut: over the cap, only
+                // max_regex_nodes bounds it.
+                Push(pieces, Piece{true, BuildRegex(index), {}, NameOf(index)});
+                return;
         }
     }
 
@@ -385,6 +529,9 @@ private:
     std::vector<int32_t>                     regular_order_;
     std::vector<int32_t>                     rule_regex_;
     std::vector<char>                        node_regular_;
+    std::vector<int64_t>                     rule_size_;   // EstimateSize of an inlined rule; saturated otherwise
+    std::vector<int64_t>                     node_size_;   // EstimateSize memo, -1 before
+    int64_t                                  lexeme_cap_;  // min(max_lexeme_nodes, max_regex_nodes)
     std::vector<int32_t>                     output_rule_of_;
     std::deque<int32_t>                      worklist_;
     std::unordered_map<int32_t, int32_t>     lexeme_of_regex_;

@@ -39,6 +39,8 @@ public:
     int32_t Repeat(int32_t child, int32_t min, int32_t max);
 
     const RegexNode& node(int32_t index) const { return nodes_[index]; }
+    // The node's tree-expanded size as described above (at most max_nodes).
+    int64_t expanded_size(int32_t index) const { return expanded_size_[index]; }
     const absl::Status& status() const { return status_; }
     std::vector<RegexNode> Release() { return std::move(nodes_); }
 
