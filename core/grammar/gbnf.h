@@ -4,7 +4,7 @@
 // rules, alternatives `|`, grouping `( )`, literals "..." with \n \t \r \\ (backslash)
 // \" \xHH \uHHHH \UHHHHHHHH escapes, character classes [...] and [^...]
 // over Unicode code points (ranges, escapes), `.` (any code point),
-// repetition `*` `+` `?` `{m}` `{m,}` `{m,n}`, rule references, `#`
+// repetition `*` `+` `?` `{m}` `{m,}` `{m,n}` `{,n}`, rule references, `#`
 // comments, rules continuing over lines inside parentheses or after `|`.
 // Code points become UTF-8 byte sequences here, so the matcher is byte-level.
 //
