@@ -22,7 +22,8 @@ $SUDO apt-get install -y --no-install-recommends \
   mono-mcs mono-runtime nunit-console libnunit-cil-dev \
   python3 python3-venv \
   valgrind qemu-user \
-  clang libclang-rt-14-dev libomp-dev
+  clang libclang-rt-14-dev libomp-dev \
+  json-schema-test-suite
 # libpcre2-dev: the regexes of the BPE pre-tokenizers (core/model/pretokenizer.cpp).
 # libssl-dev: OpenSSL's SHA-256 for `prepack batch plan`'s manifest, and TLS.
 # libcpp-httplib-dev: prepackd's OpenAI-compatible HTTP API (service/http/; it
@@ -35,6 +36,8 @@ $SUDO apt-get install -y --no-install-recommends \
 # run it (tests/cpu_level_qemu.sh).
 # clang + libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes for
 # scripts/fuzz.sh; libomp-dev: OpenMP for code compiled by clang.
+# json-schema-test-suite: the suite's labelled instances check the JSON Schema
+# front end (tests/grammar_schema_suite_test.py; data only, ~1 MB).
 # Never add golang-goprotobuf-dev: it conflicts with protoc-gen-go.
 # CUDA is not a Debian package. When /usr/local/cuda (nvcc) exists the build
 # compiles the CUDA backend too; otherwise it is skipped automatically.
