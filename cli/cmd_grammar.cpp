@@ -37,9 +37,6 @@ constexpr int32_t kMaxSamples = 100000;
 constexpr int64_t kMaxSampleBytes = 1 << 20;
 constexpr std::streamoff kMaxTextFileBytes = std::streamoff{16} << 20;
 
-// Token ids 0..255 are the bytes; 256 ends the text.
-constexpr int32_t kEndToken = 256;
-
 struct CheckOptions {
     GrammarFlags       source;
     std::string        text;
@@ -64,19 +61,11 @@ absl::StatusOr<grammar::GrammarSpec> RequiredSpec(const GrammarFlags& flags) {
     return spec;
 }
 
-std::shared_ptr<const grammar::TokenVocabulary> ByteVocabulary() {
-    grammar::VocabularyInfo info;
-    for (int b = 0; b < 256; ++b) info.token_bytes.emplace_back(1, static_cast<char>(b));
-    info.token_bytes.emplace_back();   // the end token has no bytes
-    info.end_tokens.push_back(kEndToken);
-    return std::make_shared<const grammar::TokenVocabulary>(std::move(info));
-}
-
 absl::StatusOr<grammar::Matcher> MatcherFor(const GrammarFlags& flags) {
     PP_ASSIGN_OR_RETURN(grammar::GrammarSpec spec, RequiredSpec(flags));
     PP_ASSIGN_OR_RETURN(grammar::Grammar g, grammar::BuildGrammar(spec));
     PP_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::CompiledGrammar> compiled,
-                        grammar::Compile(std::move(g), ByteVocabulary()));
+                        grammar::Compile(std::move(g), grammar::ByteVocabulary()));
     return grammar::Matcher(std::move(compiled));
 }
 

@@ -853,11 +853,7 @@ TEST(GbnfLanguage, ArithmeticIsLeftRecursive) {
 // ---- the engine, where it is built: same verdicts through Compile + Matcher ----------
 
 TEST(GbnfWithEngine, MatcherAgreesOnTheGoldens) {
-    VocabularyInfo info;
-    for (int b = 0; b < 256; ++b) info.token_bytes.push_back(std::string(1, static_cast<char>(b)));
-    info.token_bytes.push_back("");
-    info.end_tokens = {256};
-    auto vocab = std::make_shared<const TokenVocabulary>(info);
+    const std::shared_ptr<const TokenVocabulary> vocab = ByteVocabulary();
     for (const char* file : {"json.gbnf", "arithmetic.gbnf", "nested.gbnf", "japanese.gbnf"}) {
         absl::StatusOr<std::shared_ptr<const CompiledGrammar>> compiled = Compile(MustParse(ReadDataFile(file)), vocab);
         ASSERT_TRUE(compiled.ok()) << file << ": " << compiled.status();
@@ -892,11 +888,7 @@ TEST(GbnfWithEngine, HugeRegularRootIsCutIntoBoundedLexemes) {
     EXPECT_GT(g.lexemes.size(), 5u);
     EXPECT_LE(LargestLexeme(g), GbnfLimits{}.max_lexeme_nodes);
 
-    VocabularyInfo info;
-    for (int b = 0; b < 256; ++b) info.token_bytes.push_back(std::string(1, static_cast<char>(b)));
-    info.token_bytes.push_back("");
-    info.end_tokens = {256};
-    auto vocab = std::make_shared<const TokenVocabulary>(info);
+    const std::shared_ptr<const TokenVocabulary> vocab = ByteVocabulary();
     absl::StatusOr<std::shared_ptr<const CompiledGrammar>> compiled = Compile(g, vocab);
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     std::mt19937 rng(5);

@@ -28,15 +28,6 @@ namespace {
 
 using OrderedJson = nlohmann::ordered_json;
 
-std::shared_ptr<const TokenVocabulary> ByteVocabulary() {
-    static const auto* vocab = [] {
-        VocabularyInfo info;
-        for (int b = 0; b < 256; ++b) info.token_bytes.emplace_back(1, static_cast<char>(b));
-        return new std::shared_ptr<const TokenVocabulary>(std::make_shared<const TokenVocabulary>(std::move(info)));
-    }();
-    return *vocab;
-}
-
 // Answers "is this text a whole sentence of the grammar?".
 class Sentences {
 public:

@@ -27,17 +27,6 @@ namespace prepack::grammar {
 namespace {
 
 // The 256 single bytes and an end token: AcceptBytes is all the tests need.
-std::shared_ptr<const TokenVocabulary> ByteVocabulary() {
-    static const auto* vocab = [] {
-        VocabularyInfo info;
-        for (int b = 0; b < 256; ++b) info.token_bytes.emplace_back(1, static_cast<char>(b));
-        info.token_bytes.emplace_back();
-        info.end_tokens.push_back(256);
-        return new std::shared_ptr<const TokenVocabulary>(std::make_shared<const TokenVocabulary>(std::move(info)));
-    }();
-    return *vocab;
-}
-
 // A matcher for `gbnf` that answers "is this text a whole sentence?".
 class SentenceChecker {
 public:

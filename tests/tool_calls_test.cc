@@ -264,7 +264,7 @@ TEST(ToolCallStream, DeltasAddUpToTheCallsInAnyPieces) {
 // writes it, and its plain-text lead-in only where the choice allows it.
 TEST(ToolCalls, GrammarAcceptsWhatTheTemplateWrites) {
     const std::vector<FunctionTool> tools = WeatherTools();
-    auto vocab = std::make_shared<grammar::TokenVocabulary>(grammar::VocabularyInfo{{"a"}, {}});
+    const auto vocab = grammar::ByteVocabulary();
     int seen = 0;
     for (const Family& f : kFamilies) {
         const std::string src = ReadTemplate(f.file);
@@ -302,7 +302,7 @@ TEST(ToolCalls, GrammarAcceptsWhatTheTemplateWrites) {
 }
 
 TEST(ToolCalls, GenericGrammarHoldsCallsOrAResponse) {
-    auto vocab = std::make_shared<grammar::TokenVocabulary>(grammar::VocabularyInfo{{"a"}, {}});
+    const auto vocab = grammar::ByteVocabulary();
     const std::vector<FunctionTool> tools = WeatherTools();
     auto accepts = [&](ToolChoice choice, const std::string& text) {
         absl::StatusOr<ToolCallPlan> plan = PlanToolCalls(ToolCallFormat::kGeneric, tools, choice);

@@ -9,20 +9,6 @@
 #include "core/grammar/regex_to_gbnf.h"
 
 namespace prepack::grammar::schema {
-namespace {
-
-// Single bytes are all AcceptBytes needs.
-std::shared_ptr<const TokenVocabulary> ByteVocabulary() {
-    static const auto* vocab = [] {
-        VocabularyInfo info;
-        for (int b = 0; b < 256; ++b) info.token_bytes.emplace_back(1, static_cast<char>(b));
-        return new std::shared_ptr<const TokenVocabulary>(std::make_shared<const TokenVocabulary>(std::move(info)));
-    }();
-    return *vocab;
-}
-
-}  // namespace
-
 absl::StatusOr<PatternGbnf> PatternStringGbnf(std::string_view pattern, int id, std::string_view keyword,
                                               const std::string& where) {
     PatternGbnf out;

@@ -13,6 +13,17 @@
 
 namespace prepack::grammar {
 
+std::shared_ptr<const TokenVocabulary> ByteVocabulary() {
+    static const std::shared_ptr<const TokenVocabulary> vocab = [] {
+        VocabularyInfo info;
+        for (int b = 0; b < 256; ++b) info.token_bytes.emplace_back(1, static_cast<char>(b));
+        info.token_bytes.emplace_back();   // the end token has no bytes
+        info.end_tokens.push_back(kByteVocabularyEndToken);
+        return std::make_shared<const TokenVocabulary>(std::move(info));
+    }();
+    return vocab;
+}
+
 int32_t TokenMask::Count() const {
     int32_t n = 0;
     for (uint64_t w : words_) n += std::popcount(w);

@@ -68,6 +68,14 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// Every single byte as a token (id = the byte value) and one end token
+// (id kByteVocabularyEndToken): for checking texts byte by byte
+// (AcceptBytes, CanEnd) and masks over bytes where no model's vocabulary is
+// at hand (`prepack grammar`, the JSON Schema front end's own checks,
+// tests). Built once and shared.
+constexpr int32_t kByteVocabularyEndToken = 256;
+std::shared_ptr<const TokenVocabulary> ByteVocabulary();
+
 // Documented limits: a grammar over them is refused at compile time
 // (RESOURCE_EXHAUSTED naming the limit), a lexeme whose DFA outgrows its
 // limit while matching fails that request, never the process.
