@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/grammar_sentences.h"
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -27,30 +29,6 @@ namespace prepack::grammar {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-// Answers "is this text a whole sentence of the grammar?".
-class Sentences {
-public:
-    explicit Sentences(const std::string& gbnf) {
-        absl::StatusOr<Grammar> g = ParseGbnf(gbnf);
-        EXPECT_TRUE(g.ok()) << g.status() << "\n" << gbnf;
-        if (!g.ok()) return;
-        absl::StatusOr<std::shared_ptr<const CompiledGrammar>> c = Compile(*std::move(g), ByteVocabulary());
-        EXPECT_TRUE(c.ok()) << c.status();
-        if (c.ok()) matcher_ = std::make_unique<Matcher>(*std::move(c));
-    }
-    bool ok() const { return matcher_ != nullptr; }
-    bool Accepts(std::string_view text) {
-        if (!matcher_) return false;
-        matcher_->Rollback(matcher_->num_accepted());
-        const bool accepted = matcher_->AcceptBytes(text) && matcher_->CanEnd();
-        EXPECT_TRUE(matcher_->status().ok()) << matcher_->status();
-        return accepted;
-    }
-
-private:
-    std::unique_ptr<Matcher> matcher_;
-};
 
 std::string SchemaGbnf(std::string_view schema, const JsonSchemaOptions& options = {}) {
     absl::StatusOr<std::string> g = JsonSchemaToGbnf(schema, options);

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/grammar_sentences.h"
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -25,30 +27,6 @@
 
 namespace prepack::grammar {
 namespace {
-
-// The 256 single bytes and an end token: AcceptBytes is all the tests need.
-// A matcher for `gbnf` that answers "is this text a whole sentence?".
-class SentenceChecker {
-public:
-    explicit SentenceChecker(const std::string& gbnf) {
-        absl::StatusOr<Grammar> g = ParseGbnf(gbnf);
-        EXPECT_TRUE(g.ok()) << g.status() << "\n" << gbnf;
-        if (!g.ok()) return;
-        absl::StatusOr<std::shared_ptr<const CompiledGrammar>> c = Compile(*std::move(g), ByteVocabulary());
-        EXPECT_TRUE(c.ok()) << c.status();
-        if (c.ok()) matcher_ = std::make_unique<Matcher>(*std::move(c));
-    }
-    bool ok() const { return matcher_ != nullptr; }
-    bool IsSentence(std::string_view text) {
-        matcher_->Rollback(matcher_->num_accepted());
-        const bool accepted = matcher_->AcceptBytes(text) && matcher_->CanEnd();
-        EXPECT_TRUE(matcher_->status().ok()) << matcher_->status();
-        return accepted;
-    }
-
-private:
-    std::unique_ptr<Matcher> matcher_;
-};
 
 std::string Gbnf(std::string_view regex) {
     absl::StatusOr<std::string> g = RegexToGbnf(regex);
@@ -102,12 +80,12 @@ TEST(RegexGoldens, FullMatchAgreesWithPythonRe) {
     for (const auto& p : goldens["patterns"]) {
         const std::string pattern = p["pattern"];
         SCOPED_TRACE(pattern);
-        SentenceChecker checker(Gbnf(pattern));
+        Sentences checker(Gbnf(pattern));
         ASSERT_TRUE(checker.ok());
         int positives = 0;
         for (const auto& c : p["cases"]) {
             const std::string text = c["text"];
-            EXPECT_EQ(checker.IsSentence(text), c["full"].get<bool>()) << "text " << c["text"].dump();
+            EXPECT_EQ(checker.Accepts(text), c["full"].get<bool>()) << "text " << c["text"].dump();
             positives += c["full"].get<bool>();
         }
         // Each pattern has cases on both sides.
@@ -122,13 +100,13 @@ TEST(RegexGoldens, JsonStringContentAgreesWithPythonRe) {
         for (const auto& p : goldens["patterns"]) {
             const std::string pattern = p["pattern"];
             SCOPED_TRACE(absl::StrCat(pattern, search ? " (search)" : " (full)"));
-            SentenceChecker checker(JsonStringGbnf(pattern, search));
+            Sentences checker(JsonStringGbnf(pattern, search));
             ASSERT_TRUE(checker.ok());
             for (const auto& c : p["cases"]) {
                 const bool expected = c[search ? "search" : "full"].get<bool>();
                 for (const auto& spelling : c["json"]) {
                     const std::string json_text = absl::StrCat("\"", spelling.get<std::string>(), "\"");
-                    EXPECT_EQ(checker.IsSentence(json_text), expected) << "JSON " << json_text;
+                    EXPECT_EQ(checker.Accepts(json_text), expected) << "JSON " << json_text;
                 }
             }
         }
@@ -158,34 +136,34 @@ TEST(RegexToGbnf, EveryCharacterOfAClassRoundTrips) {
     std::string pattern = "[";
     for (char32_t c : chars) pattern += absl::StrFormat("\\u{%X}", static_cast<uint32_t>(c));
     pattern += "]";
-    SentenceChecker checker(Gbnf(pattern));
+    Sentences checker(Gbnf(pattern));
     ASSERT_TRUE(checker.ok());
-    for (char32_t c : chars) EXPECT_TRUE(checker.IsSentence(Utf8(c))) << std::hex << static_cast<uint32_t>(c);
+    for (char32_t c : chars) EXPECT_TRUE(checker.Accepts(Utf8(c))) << std::hex << static_cast<uint32_t>(c);
     for (char32_t c : {char32_t{'a'}, char32_t{'!'}, char32_t{0x81}, char32_t{0x10FFFE}}) {
-        EXPECT_FALSE(checker.IsSentence(Utf8(c))) << std::hex << static_cast<uint32_t>(c);
+        EXPECT_FALSE(checker.Accepts(Utf8(c))) << std::hex << static_cast<uint32_t>(c);
     }
-    EXPECT_FALSE(checker.IsSentence("\xED\xA0\x80")) << "a surrogate's encoding is not UTF-8";
+    EXPECT_FALSE(checker.Accepts("\xED\xA0\x80")) << "a surrogate's encoding is not UTF-8";
 }
 
 TEST(RegexToGbnf, NegatedClassesNeverAllowSurrogatesOrInvalidUtf8) {
-    SentenceChecker checker(Gbnf("[^a]"));
+    Sentences checker(Gbnf("[^a]"));
     ASSERT_TRUE(checker.ok());
-    EXPECT_TRUE(checker.IsSentence("b"));
-    EXPECT_TRUE(checker.IsSentence("\xF4\x8F\xBF\xBF"));   // U+10FFFF
-    EXPECT_FALSE(checker.IsSentence("a"));
-    EXPECT_FALSE(checker.IsSentence("\xED\xA0\x80"));      // U+D800
-    EXPECT_FALSE(checker.IsSentence("\xC0\x80"));          // overlong NUL
-    EXPECT_FALSE(checker.IsSentence("\xFF"));
+    EXPECT_TRUE(checker.Accepts("b"));
+    EXPECT_TRUE(checker.Accepts("\xF4\x8F\xBF\xBF"));   // U+10FFFF
+    EXPECT_FALSE(checker.Accepts("a"));
+    EXPECT_FALSE(checker.Accepts("\xED\xA0\x80"));      // U+D800
+    EXPECT_FALSE(checker.Accepts("\xC0\x80"));          // overlong NUL
+    EXPECT_FALSE(checker.Accepts("\xFF"));
 }
 
 TEST(RegexToGbnf, DeepNestingWithinTheLimitCompiles) {
     const int depth = RegexLimits{}.max_nesting;
     const std::string pattern = std::string(depth, '(') + "a|b" + std::string(depth, ')') + "c";
-    SentenceChecker checker(Gbnf(pattern));
+    Sentences checker(Gbnf(pattern));
     ASSERT_TRUE(checker.ok());
-    EXPECT_TRUE(checker.IsSentence("ac"));
-    EXPECT_TRUE(checker.IsSentence("bc"));
-    EXPECT_FALSE(checker.IsSentence("abc"));
+    EXPECT_TRUE(checker.Accepts("ac"));
+    EXPECT_TRUE(checker.Accepts("bc"));
+    EXPECT_FALSE(checker.Accepts("abc"));
 }
 
 // ---- Refusals ------------------------------------------------------------------
@@ -278,10 +256,10 @@ TEST(RegexToGbnf, EmptyLanguageIsAnErrorButAnEmptyBranchIsDropped) {
     EXPECT_NE(none.status().message().find("matches no string"), std::string_view::npos);
     EXPECT_FALSE(RegexToGbnf("a[^\\s\\S]").ok());
     EXPECT_FALSE(RegexToGbnf("[]+").ok());
-    SentenceChecker checker(Gbnf("[]*x|[]"));
+    Sentences checker(Gbnf("[]*x|[]"));
     ASSERT_TRUE(checker.ok());
-    EXPECT_TRUE(checker.IsSentence("x"));
-    EXPECT_FALSE(checker.IsSentence(""));
+    EXPECT_TRUE(checker.Accepts("x"));
+    EXPECT_FALSE(checker.Accepts(""));
 }
 
 // ---- ECMAScript's classes ----------------------------------------------------------
@@ -310,34 +288,34 @@ TEST(EcmaRegex, ClassEscapesAreEcmaScriptsSets) {
 // ---- JSON string content ---------------------------------------------------------
 
 TEST(RegexToJsonStringContent, EscapesFollowJsonsGrammar) {
-    SentenceChecker nl(JsonStringGbnf("\\n", false));
+    Sentences nl(JsonStringGbnf("\\n", false));
     ASSERT_TRUE(nl.ok());
-    EXPECT_TRUE(nl.IsSentence("\"\\n\""));
-    EXPECT_TRUE(nl.IsSentence("\"\\u000a\""));
-    EXPECT_TRUE(nl.IsSentence("\"\\u000A\""));
-    EXPECT_FALSE(nl.IsSentence("\"\n\"")) << "JSON forbids a raw newline in a string";
-    EXPECT_FALSE(nl.IsSentence("\"\\U000A\"")) << "the u is lower-case";
-    EXPECT_FALSE(nl.IsSentence("\"\\x0a\""));
+    EXPECT_TRUE(nl.Accepts("\"\\n\""));
+    EXPECT_TRUE(nl.Accepts("\"\\u000a\""));
+    EXPECT_TRUE(nl.Accepts("\"\\u000A\""));
+    EXPECT_FALSE(nl.Accepts("\"\n\"")) << "JSON forbids a raw newline in a string";
+    EXPECT_FALSE(nl.Accepts("\"\\U000A\"")) << "the u is lower-case";
+    EXPECT_FALSE(nl.Accepts("\"\\x0a\""));
 
-    SentenceChecker quote(JsonStringGbnf("\"/\\\\", false));
+    Sentences quote(JsonStringGbnf("\"/\\\\", false));
     ASSERT_TRUE(quote.ok());
-    EXPECT_TRUE(quote.IsSentence(R"("\"/\\")"));
-    EXPECT_TRUE(quote.IsSentence(R"("\"\/\\")"));
-    EXPECT_TRUE(quote.IsSentence(R"("\u0022\u002F\u005c")"));
-    EXPECT_FALSE(quote.IsSentence(R"(""/\\")"));
-    EXPECT_FALSE(quote.IsSentence(R"("\"/")"));
+    EXPECT_TRUE(quote.Accepts(R"("\"/\\")"));
+    EXPECT_TRUE(quote.Accepts(R"("\"\/\\")"));
+    EXPECT_TRUE(quote.Accepts(R"("\u0022\u002F\u005c")"));
+    EXPECT_FALSE(quote.Accepts(R"(""/\\")"));
+    EXPECT_FALSE(quote.Accepts(R"("\"/")"));
 
     // Supplementary characters: raw or a surrogate pair, never half of one.
-    SentenceChecker any(JsonStringGbnf(".", false));
+    Sentences any(JsonStringGbnf(".", false));
     ASSERT_TRUE(any.ok());
-    EXPECT_TRUE(any.IsSentence("\"\xF0\x9F\x98\x80\""));
-    EXPECT_TRUE(any.IsSentence("\"\\ud83d\\ude00\""));
-    EXPECT_TRUE(any.IsSentence("\"\\uD83D\\uDE00\""));
-    EXPECT_FALSE(any.IsSentence("\"\\ud83d\""));
-    EXPECT_FALSE(any.IsSentence("\"\\ude00\""));
-    EXPECT_FALSE(any.IsSentence("\"\\ude00\\ud83d\""));
-    EXPECT_FALSE(any.IsSentence("\"\\u2028\"")) << "a line terminator, which . excludes";
-    EXPECT_TRUE(any.IsSentence("\"\\u0085\""));
+    EXPECT_TRUE(any.Accepts("\"\xF0\x9F\x98\x80\""));
+    EXPECT_TRUE(any.Accepts("\"\\ud83d\\ude00\""));
+    EXPECT_TRUE(any.Accepts("\"\\uD83D\\uDE00\""));
+    EXPECT_FALSE(any.Accepts("\"\\ud83d\""));
+    EXPECT_FALSE(any.Accepts("\"\\ude00\""));
+    EXPECT_FALSE(any.Accepts("\"\\ude00\\ud83d\""));
+    EXPECT_FALSE(any.Accepts("\"\\u2028\"")) << "a line terminator, which . excludes";
+    EXPECT_TRUE(any.Accepts("\"\\u0085\""));
 }
 
 // Every BMP code point's \uXXXX spelling, upper and lower case, sampled with
@@ -347,7 +325,7 @@ TEST(RegexToJsonStringContent, UnicodeEscapesMatchTheClassExactly) {
     absl::StatusOr<ParsedRegex> parsed = ParseEcmaRegex(pattern);
     ASSERT_TRUE(parsed.ok());
     const CodePointSet& set = parsed->branches[0].tree.set;
-    SentenceChecker checker(JsonStringGbnf(pattern, false));
+    Sentences checker(JsonStringGbnf(pattern, false));
     ASSERT_TRUE(checker.ok());
     std::vector<uint32_t> probes;
     for (uint32_t v = 0; v <= 0xFFFF; v += 61) probes.push_back(v);
@@ -358,8 +336,8 @@ TEST(RegexToJsonStringContent, UnicodeEscapesMatchTheClassExactly) {
     }
     for (uint32_t v : probes) {
         const bool expected = set.Contains(v);
-        EXPECT_EQ(checker.IsSentence(absl::StrFormat("\"\\u%04X\"", v)), expected) << std::hex << v;
-        EXPECT_EQ(checker.IsSentence(absl::StrFormat("\"\\u%04x\"", v)), expected) << std::hex << v;
+        EXPECT_EQ(checker.Accepts(absl::StrFormat("\"\\u%04X\"", v)), expected) << std::hex << v;
+        EXPECT_EQ(checker.Accepts(absl::StrFormat("\"\\u%04x\"", v)), expected) << std::hex << v;
     }
 }
 
@@ -368,7 +346,7 @@ TEST(RegexToJsonStringContent, SurrogatePairsMatchTheClassExactly) {
     absl::StatusOr<ParsedRegex> parsed = ParseEcmaRegex(pattern);
     ASSERT_TRUE(parsed.ok());
     const CodePointSet& set = parsed->branches[0].tree.set;
-    SentenceChecker checker(JsonStringGbnf(pattern, false));
+    Sentences checker(JsonStringGbnf(pattern, false));
     ASSERT_TRUE(checker.ok());
     std::vector<uint32_t> probes;
     for (uint32_t v = 0x10000; v <= 0x10FFFF; v += 4099) probes.push_back(v);
@@ -380,8 +358,8 @@ TEST(RegexToJsonStringContent, SurrogatePairsMatchTheClassExactly) {
     for (uint32_t v : probes) {
         const uint32_t high = 0xD800 + ((v - 0x10000) >> 10), low = 0xDC00 + ((v - 0x10000) & 0x3FF);
         const bool expected = set.Contains(v);
-        EXPECT_EQ(checker.IsSentence(absl::StrFormat("\"\\u%04X\\u%04x\"", high, low)), expected) << std::hex << v;
-        EXPECT_EQ(checker.IsSentence(absl::StrCat("\"", Utf8(v), "\"")), expected) << std::hex << v;
+        EXPECT_EQ(checker.Accepts(absl::StrFormat("\"\\u%04X\\u%04x\"", high, low)), expected) << std::hex << v;
+        EXPECT_EQ(checker.Accepts(absl::StrCat("\"", Utf8(v), "\"")), expected) << std::hex << v;
     }
 }
 
@@ -401,12 +379,12 @@ TEST(RegexToJsonStringContent, RulesAreNamedByThePrefixAndComposeInOneGrammar) {
     ASSERT_TRUE(RegexToJsonStringContentGbnf("[a-c]x[a-c]+y[a-c]", false, "r", &repeated).ok());
     EXPECT_EQ(repeated.find("::= [a-c]"), repeated.rfind("::= [a-c]"));
 
-    SentenceChecker checker(absl::StrCat("root ::= \"[\\\"\" first \"\\\",\\\"\" second-2 \"\\\"]\"\n", rules));
+    Sentences checker(absl::StrCat("root ::= \"[\\\"\" first \"\\\",\\\"\" second-2 \"\\\"]\"\n", rules));
     ASSERT_TRUE(checker.ok());
-    EXPECT_TRUE(checker.IsSentence(R"(["abc","xyz"])"));
-    EXPECT_TRUE(checker.IsSentence(R"(["\u0061","x"])"));
-    EXPECT_FALSE(checker.IsSentence(R"(["abd","xyz"])"));
-    EXPECT_FALSE(checker.IsSentence(R"(["abc","yx"])"));
+    EXPECT_TRUE(checker.Accepts(R"(["abc","xyz"])"));
+    EXPECT_TRUE(checker.Accepts(R"(["\u0061","x"])"));
+    EXPECT_FALSE(checker.Accepts(R"(["abd","xyz"])"));
+    EXPECT_FALSE(checker.Accepts(R"(["abc","yx"])"));
 
     std::string unused;
     for (std::string_view bad : {"", "a_b", "a b", "é"}) {
