@@ -57,6 +57,7 @@ size_t ValueEnd(std::string_view s, size_t i) {
 ToolCallStream::ToolCallStream(ToolCallFormat format, std::vector<FunctionTool> tools, std::string trigger,
                                uint64_t id_seed)
     : format_(format), tools_(std::move(tools)), trigger_(std::move(trigger)), rng_(id_seed | 1) {
+    for (const FunctionTool& t : tools_) known_.insert(t.name);
     in_calls_ = trigger_.empty();
 }
 
@@ -124,8 +125,6 @@ ToolStreamDelta ToolCallStream::Read(std::string_view text) {
 }
 
 void ToolCallStream::Scan(ToolStreamDelta* out) {
-    std::set<std::string_view> known;
-    for (const FunctionTool& t : tools_) known.insert(t.name);
     const std::string_view s = held_;
     // Where to look for the next call: past the last one's arguments.
     size_t from = 0;
@@ -167,7 +166,7 @@ void ToolCallStream::Scan(ToolStreamDelta* out) {
         const std::string_view name = s.substr(i + 1, name_end - i - 2);
         i = SkipSpace(s, name_end);
         if (i >= s.size()) return;
-        if (s[i] != ',' || !known.count(name)) { from = name_end; continue; }
+        if (s[i] != ',' || !known_.count(name)) { from = name_end; continue; }
         i = SkipSpace(s, i + 1);
         const size_t k2 = i;
         const size_t k2_end = i < s.size() && s[i] == '"' ? StringEnd(s, i) : std::string_view::npos;

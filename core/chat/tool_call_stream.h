@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,7 @@ private:
 
     ToolCallFormat            format_;
     std::vector<FunctionTool> tools_;
+    std::set<std::string, std::less<>> known_;   // the tools' names, looked up at every token
     std::string               trigger_;
     uint64_t                  rng_;
     bool                      in_calls_ = false;   // the trigger was seen (or there is none)
