@@ -45,13 +45,25 @@ absl::StatusOr<schema::Json> ToOrdered(const nlohmann::json& in, int depth) {
     }
 }
 
+// The converter checks every value's type before reading it; should one
+// read slip through, nlohmann throws. A server must not die of a request, so
+// that becomes INTERNAL here (which the fuzzer, fuzz/fuzz_grammar.cc, still
+// reports as a failure).
+absl::StatusOr<std::string> ConvertCatching(const schema::Json& schema, const JsonSchemaOptions& options) {
+    try {
+        return schema::SchemaConverter(schema, options).Convert();
+    } catch (const nlohmann::json::exception& e) {
+        return absl::InternalError(absl::StrCat("JSON Schema front end: unchecked value in the schema (", e.what(), ")"));
+    }
+}
+
 }  // namespace
 
 // nlohmann::json keeps object keys sorted, so properties come out in
 // alphabetical order here; the text overload keeps the schema's order.
 absl::StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema, const JsonSchemaOptions& options) {
     PP_ASSIGN_OR_RETURN(const schema::Json ordered, ToOrdered(schema, 0));
-    return schema::SchemaConverter(ordered, options).Convert();
+    return ConvertCatching(ordered, options);
 }
 
 absl::StatusOr<std::string> JsonSchemaToGbnf(std::string_view schema_json, const JsonSchemaOptions& options) {
@@ -61,7 +73,7 @@ absl::StatusOr<std::string> JsonSchemaToGbnf(std::string_view schema_json, const
     }
     const schema::Json parsed = schema::Json::parse(schema_json, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_discarded()) return absl::InvalidArgumentError("the schema is not valid JSON");
-    return schema::SchemaConverter(parsed, options).Convert();
+    return ConvertCatching(parsed, options);
 }
 
 std::string JsonObjectGbnf(const JsonSchemaOptions& options) {

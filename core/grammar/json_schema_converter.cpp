@@ -42,6 +42,13 @@ std::string Repeat(const std::string& atom, int64_t min, std::optional<int64_t> 
     return absl::StrCat(atom, "{", min, ",", *max, "}");
 }
 
+// The text of a schema's "$ref", or an error naming where it is not a string.
+absl::StatusOr<std::string> RefText(const Json& s, const std::string& where) {
+    const Json& ref = s.at("$ref");
+    if (!ref.is_string()) return absl::InvalidArgumentError(absl::StrCat("$ref at ", where, " must be a string"));
+    return ref.get<std::string>();
+}
+
 bool IsBareRef(const Json& s) {
     if (!s.is_object() || !s.contains("$ref")) return false;
     for (auto it = s.begin(); it != s.end(); ++it) {
@@ -256,7 +263,8 @@ absl::StatusOr<std::string> SchemaConverter::Convert() {
     ref_rules_[""] = root;  // "$ref": "#"
     std::string body;
     if (IsBareRef(root_)) {
-        PP_ASSIGN_OR_RETURN(body, VisitRef(root_["$ref"].get<std::string>(), "", 1));
+        PP_ASSIGN_OR_RETURN(const std::string ref, RefText(root_, Where("")));
+        PP_ASSIGN_OR_RETURN(body, VisitRef(ref, "", 1));
     } else if (IsTrue(root_)) {
         body = "value";
     } else if (IsFalse(root_)) {
@@ -303,10 +311,8 @@ absl::StatusOr<std::string> SchemaConverter::Visit(const Json& schema, const std
         return absl::InvalidArgumentError(absl::StrCat("the schema at ", Where(pointer), " must be an object or a boolean"));
     }
     if (IsBareRef(schema)) {
-        if (!schema["$ref"].is_string()) {
-            return absl::InvalidArgumentError(absl::StrCat("$ref at ", Where(pointer), " must be a string"));
-        }
-        return VisitRef(schema["$ref"].get<std::string>(), pointer, depth);
+        PP_ASSIGN_OR_RETURN(const std::string ref, RefText(schema, Where(pointer)));
+        return VisitRef(ref, pointer, depth);
     }
     PP_ASSIGN_OR_RETURN(const std::string name, NewRule(name_hint));
     PP_ASSIGN_OR_RETURN(std::string body, Body(schema, pointer, name, depth));
@@ -341,7 +347,8 @@ absl::StatusOr<std::string> SchemaConverter::VisitRef(const std::string& ref, co
     const Json& schema = *target.schema;
     std::string body;
     if (IsBareRef(schema)) {
-        PP_ASSIGN_OR_RETURN(body, VisitRef(schema["$ref"].get<std::string>(), target.pointer, depth + 1));
+        PP_ASSIGN_OR_RETURN(const std::string next_ref, RefText(schema, Where(target.pointer)));
+        PP_ASSIGN_OR_RETURN(body, VisitRef(next_ref, target.pointer, depth + 1));
     } else if (IsTrue(schema)) {
         body = "value";
     } else if (IsFalse(schema) || !schema.is_object()) {
