@@ -39,6 +39,14 @@ inline std::string ChatModelPath() {
     return env != nullptr && *env != '\0' ? env : PREPACK_FETCHED_MODELS_DIR "/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+// The real Gemma-3-270M (pretrained, Q4_K_M: sliding-window attention, a
+// 262k SentencePiece vocabulary) scripts/get_models.sh assembles from PyPI,
+// unless $PREPACK_GEMMA_MODEL names another file.
+inline std::string GemmaModelPath() {
+    const char* env = std::getenv("PREPACK_GEMMA_MODEL");
+    return env != nullptr && *env != '\0' ? env : PREPACK_FETCHED_MODELS_DIR "/gemma-3-270m-q4_k_m.gguf";
+}
+
 // Every CPU level up to the one this CPU has, lowest first (avx512-bf16
 // shares avx512's kernel table but has its own Q8_0 kernel, AVX-512 VNNI),
 // less those the build did not compile (PREPACK_CPU_LEVELS: the sanitizer

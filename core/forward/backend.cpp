@@ -32,6 +32,10 @@ absl::StatusOr<Backend> CreateBackend(const Model& model, Device device, int32_t
         return b;
     }
     PP_RETURN_IF_ERROR(CheckDevice(device));
+    if (const std::string extras = c.FamilyExtrasInUse(); !extras.empty()) {
+        return absl::UnimplementedError(absl::StrCat("the CUDA pass does not run ", c.arch, " yet (it lacks ", extras,
+                                                     "); use --device cpu"));
+    }
     PP_ASSIGN_OR_RETURN(const CudaModule* cuda, LoadCudaModule());
     // The weights go to the device with the forward pass, after the pool,
     // which leaves room for them and for activations of a few thousand rows.

@@ -15,6 +15,15 @@ namespace prepack {
 ForwardPass::ForwardPass(const Model& model, KvBlockPool& pool) : model_(model), pool_(pool) {
     assert(pool.on_host());   // the CPU kernels read the blocks directly
     inv_freq_ = RopeInverseFrequencies(model.config(), model.weights());
+    inv_freq_swa_ = RopeInverseFrequencies(model.config(), model.weights(), /*windowed=*/true);
+}
+
+cpu::AttentionShape LayerAttentionShape(const ModelConfig& c, int32_t layer) {
+    cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
+    shape.scale = c.attn_scale;
+    shape.softcap = c.attn_softcap;
+    if (c.Windowed(layer)) shape.window = c.sliding_window;
+    return shape;
 }
 
 namespace {
@@ -144,8 +153,7 @@ void ForwardPass::PlanAttention(const StepPlan& plan) {
 }
 
 void ForwardPass::Attention(int32_t layer) {
-    const ModelConfig& c = model_.config();
-    const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
+    const cpu::AttentionShape shape = LayerAttentionShape(model_.config(), layer);
     const cpu::PagedKv kv = pool_.Layer(layer);
     for (cpu::AttentionSpan& span : spans_) span.layer = layer;
     cpu::PagedAttention(qkv_.data(), att_.data(), shape, spans_.data(), static_cast<int32_t>(spans_.size()), kv,
@@ -179,6 +187,15 @@ void ForwardPass::Logits(const StepPlan& plan, StepOutput* out) {
     out->logits.EnsureSize(static_cast<size_t>(n) * c.vocab_size);
     logits_bytes_ = std::max<uint64_t>(logits_bytes_, out->logits.size() * sizeof(float));
     cpu::Linear(xb_.data(), w.output, out->logits.data(), n, c.vocab_size, c.dim, false);
+    if (c.logit_scale != 1.0f) cpu::Scale(out->logits.data(), n * c.vocab_size, 1.0f / c.logit_scale);
+    if (c.final_softcap > 0.0f) cpu::SoftCap(out->logits.data(), n * c.vocab_size, c.final_softcap);
+}
+
+void ForwardPass::AddBranch(const float* post_norm, int64_t t) {
+    const ModelConfig& c = model_.config();
+    if (post_norm != nullptr) cpu::RmsNorm(xb_.data(), post_norm, xb_.data(), t, c.dim, c.norm_eps);
+    if (c.residual_scale != 1.0f) cpu::Scale(xb_.data(), t * c.dim, c.residual_scale);
+    cpu::AddTo(x_.data(), xb_.data(), t * c.dim);
 }
 
 absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
@@ -199,6 +216,10 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
     PlanAttention(plan);
     for (const auto& g : shared_) cascade_queries_ += g.spans.size();
     cpu::Gather(w.token_embd, plan.tokens.data(), x_.data(), t, d);
+    if (c.embed_scale != 1.0f) cpu::Scale(x_.data(), t * d, c.embed_scale);
+    // A block's output goes straight onto the residual stream (the GEMM
+    // accumulates) unless a post-norm or a residual scale comes between.
+    const bool branch_apart = c.post_norms || c.residual_scale != 1.0f;
     for (int32_t l = 0; l < c.n_layers; ++l) {
         const LayerWeights& lw = w.layers[l];
         cpu::RmsNorm(x_.data(), lw.attn_norm, xb_.data(), t, d, c.norm_eps);
@@ -209,20 +230,35 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
             cpu::RmsNormHeads(qkv_.data(), t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, lw.k_norm, c.norm_eps);
         }
         const bool neox = c.rope_style == RopeStyle::kNeox;
+        const float* inv_freq = c.Windowed(l) ? inv_freq_swa_.data() : inv_freq_.data();
         cpu::Rope(qkv_.data(), t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim,
-                  row_pos_.data(), inv_freq_.data(), neox);
+                  row_pos_.data(), inv_freq, neox);
         cpu::Rope(qkv_.data(), t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim,
-                  row_pos_.data(), inv_freq_.data(), neox);
+                  row_pos_.data(), inv_freq, neox);
         WriteKv(plan, l);
         Attention(l);
         const bool prune = PrunesAfter(plan, seq_rows_, l);
         if (prune) ScoreLastQueries(plan, l);
-        cpu::Linear(att_.data(), lw.wo, x_.data(), t, d, c.q_dim(), true);   // x += attn Wo^T
+        if (branch_apart) {
+            cpu::Linear(att_.data(), lw.wo, xb_.data(), t, d, c.q_dim(), false);
+            AddBranch(lw.attn_post_norm, t);
+        } else {
+            cpu::Linear(att_.data(), lw.wo, x_.data(), t, d, c.q_dim(), true);   // x += attn Wo^T
+        }
 
         cpu::RmsNorm(x_.data(), lw.ffn_norm, xb_.data(), t, d, c.norm_eps);
         cpu::Linear(xb_.data(), lw.w_gate_up, gu_.data(), t, 2 * h, d, false);
-        cpu::SwiGlu(gu_.data(), hb_.data(), t, h);
-        cpu::Linear(hb_.data(), lw.w_down, x_.data(), t, d, h, true);         // x += ffn
+        if (c.ffn_act == FfnActivation::kGeluTanh) {
+            cpu::GeGlu(gu_.data(), hb_.data(), t, h);
+        } else {
+            cpu::SwiGlu(gu_.data(), hb_.data(), t, h);
+        }
+        if (branch_apart) {
+            cpu::Linear(hb_.data(), lw.w_down, xb_.data(), t, d, h, false);
+            AddBranch(lw.ffn_post_norm, t);
+        } else {
+            cpu::Linear(hb_.data(), lw.w_down, x_.data(), t, d, h, true);         // x += ffn
+        }
         if (prune) {
             Prune(plan, l);
             t = static_cast<int64_t>(row_slot_.size());

@@ -23,6 +23,10 @@ constexpr int32_t kCascadeMinSharedTokens = 64;
 // StepRunner::Run() promises: what every backend runs first.
 absl::Status ValidateStepPlan(const ModelConfig& config, const StepPlan& plan);
 
+// Layer `layer`'s attention as the kernels take it: head shape, score
+// scale, soft-cap and (on a windowed layer) the sliding window.
+cpu::AttentionShape LayerAttentionShape(const ModelConfig& config, int32_t layer);
+
 class ForwardPass : public StepRunner {
 public:
     // `pool` must keep its blocks in host memory.
@@ -47,6 +51,10 @@ private:
     void WriteKv(const StepPlan& plan, int32_t layer);
     void PlanAttention(const StepPlan& plan);
     void Attention(int32_t layer);
+    // The block's output in xb_ (t rows) joins the residual stream x_:
+    // RMS-normalised by `post_norm` where the model has one, times the
+    // residual scale.
+    void AddBranch(const float* post_norm, int64_t t);
     void Logits(const StepPlan& plan, StepOutput* out);
     // LazyLLM (cpu_pass_lazy.cpp, deciding through core/lazyllm/lazy_prune.h).
     // The last token's head-averaged attention over each pruning sequence's keys.
@@ -59,6 +67,7 @@ private:
     const Model&  model_;
     KvBlockPool&  pool_;
     std::vector<float> inv_freq_;
+    std::vector<float> inv_freq_swa_;   // windowed layers' (their own RoPE base)
     // Activations, grown to the largest step seen and then reused.
     AlignedFloats x_, xb_, qkv_, att_, gu_, hb_, x_next_;
     // Per row of this layer: RoPE position and token index in its sequence

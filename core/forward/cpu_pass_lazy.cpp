@@ -14,8 +14,7 @@
 namespace prepack {
 
 void ForwardPass::ScoreLastQueries(const StepPlan& plan, int32_t layer) {
-    const ModelConfig& c = model_.config();
-    const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
+    const cpu::AttentionShape shape = LayerAttentionShape(model_.config(), layer);
     const cpu::PagedKv kv = pool_.Layer(layer);
     lazy_scores_.resize(plan.seqs.size());
     for (size_t k = 0; k < plan.seqs.size(); ++k) {

@@ -1,5 +1,9 @@
 #include "core/model/model_config.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "core/model/architecture.h"
 #include "core/model/gguf.h"
 
 namespace prepack {
@@ -58,7 +62,45 @@ absl::Status ModelConfig::Validate() const {
     if (!(rope_theta > 1.0f && rope_theta < 1e12f)) {
         return absl::InvalidArgumentError(absl::StrCat("rope_theta = ", rope_theta, " is not in (1, 1e12)"));
     }
+    if (rope_theta_swa != 0.0f && !(rope_theta_swa > 1.0f && rope_theta_swa < 1e12f)) {
+        return absl::InvalidArgumentError(absl::StrCat("rope_theta_swa = ", rope_theta_swa, " is not in (1, 1e12)"));
+    }
+    // The multipliers and caps: finite and positive where set (0 = none for the caps and attn_scale).
+    struct Multiplier {
+        const char* what;
+        float       v;
+        bool        zero_ok;
+    };
+    const Multiplier multipliers[] = {{"embed_scale", embed_scale, false},  {"residual_scale", residual_scale, false},
+                                      {"logit_scale", logit_scale, false},  {"attn_scale", attn_scale, true},
+                                      {"attn_softcap", attn_softcap, true}, {"final_softcap", final_softcap, true}};
+    for (const auto& [what, v, zero_ok] : multipliers) {
+        if (!(std::isfinite(v) && (v > 0.0f || (zero_ok && v == 0.0f)) && v < 1e6f)) {
+            return absl::InvalidArgumentError(absl::StrCat(what, " = ", v, " is not in (0, 1e6)"));
+        }
+    }
+    if (sliding_window < 0 || (sliding_window > 0 && swa_layers.size() != static_cast<size_t>(n_layers))) {
+        return absl::InvalidArgumentError(absl::StrCat("sliding_window = ", sliding_window, " needs one flag per layer (",
+                                                       swa_layers.size(), " for ", n_layers, " layers)"));
+    }
     return absl::OkStatus();
+}
+
+std::string ModelConfig::FamilyExtrasInUse() const {
+    std::string out;
+    auto note = [&out](bool used, const char* what) {
+        if (used) absl::StrAppend(&out, out.empty() ? "" : ", ", what);
+    };
+    note(ffn_act == FfnActivation::kGeluTanh, "GeGLU");
+    note(embed_scale != 1.0f, "an embedding scale");
+    note(post_norms, "post-norms");
+    note(residual_scale != 1.0f, "a residual scale");
+    note(attn_scale != 0.0f, "an attention scale of its own");
+    note(attn_softcap != 0.0f, "attention soft-capping");
+    note(final_softcap != 0.0f, "logit soft-capping");
+    note(logit_scale != 1.0f, "a logit scale");
+    note(sliding_window != 0, "sliding-window attention");
+    return out;
 }
 
 uint64_t ModelConfig::MatmulParams() const {
@@ -70,7 +112,7 @@ uint64_t ModelConfig::MatmulParams() const {
 }
 
 uint64_t ModelConfig::TotalParams() const {
-    const uint64_t norms = static_cast<uint64_t>(dim) * (2 * n_layers + 1) +
+    const uint64_t norms = static_cast<uint64_t>(dim) * ((post_norms ? 4 : 2) * n_layers + 1) +
                            (qk_norm ? 2ull * head_dim * n_layers : 0) + (qkv_bias ? uint64_t(qkv_dim()) * n_layers : 0) +
                            (rope_freqs ? rope_dim / 2 : 0);
     const uint64_t embed = static_cast<uint64_t>(vocab_size) * dim;
@@ -78,17 +120,6 @@ uint64_t ModelConfig::TotalParams() const {
 }
 
 namespace {
-
-// What each supported architecture fixes; everything else is read.
-struct ArchTraits {
-    const char* name;
-    RopeStyle   rope_style;
-};
-constexpr ArchTraits kArchs[] = {
-    {"llama", RopeStyle::kAdjacent},
-    {"qwen2", RopeStyle::kNeox},
-    {"qwen3", RopeStyle::kNeox},
-};
 
 // Reads ARCH.rope.scaling.*: none and linear are supported; llama3-style
 // scaling comes as the rope_freqs.weight tensor (read with the weights).
@@ -114,20 +145,80 @@ absl::Status ReadRopeScaling(const GgufFile& f, const std::string& p, ModelConfi
     return absl::OkStatus();
 }
 
+// A float the file may state, else `fallback`.
+absl::StatusOr<float> OptionalFloat(const GgufFile& f, const std::string& key, float fallback) {
+    if (!f.Has(key)) return fallback;
+    PP_ASSIGN_OR_RETURN(double v, f.GetFloat(key));
+    if (!std::isfinite(v)) return absl::InvalidArgumentError(absl::StrCat("metadata ", key, " is not finite"));
+    return static_cast<float>(v);
+}
+
+// Which layers are windowed: ARCH.attention.sliding_window_pattern as a
+// period (every n-th layer global) or as one flag per layer, else the
+// architecture's period.
+absl::Status ReadWindowedLayers(const GgufFile& f, const std::string& p, const ArchTraits& arch, ModelConfig* c) {
+    const std::string key = p + "attention.sliding_window_pattern";
+    int64_t period = arch.swa_pattern;
+    c->swa_layers.assign(c->n_layers, 0);
+    if (f.Has(key)) {
+        if (absl::StatusOr<uint64_t> n = f.GetUint(key); n.ok()) {
+            period = static_cast<int64_t>(std::min<uint64_t>(*n, kMaxLayers + 1));
+        } else {
+            absl::StatusOr<std::vector<int32_t>> flags = f.GetInt32Array(key);
+            if (!flags.ok() || flags->size() != static_cast<size_t>(c->n_layers)) {
+                return absl::InvalidArgumentError(absl::StrCat(
+                    "metadata ", key, " must be a layer period or one integer flag per layer (", c->n_layers, ")"));
+            }
+            for (int l = 0; l < c->n_layers; ++l) c->swa_layers[l] = (*flags)[l] != 0;
+            return absl::OkStatus();
+        }
+    }
+    if (period <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            p, "attention.sliding_window is set but ", c->arch, " has no sliding-window layer pattern (", key, ")"));
+    }
+    for (int l = 0; l < c->n_layers; ++l) c->swa_layers[l] = l % period < period - 1;
+    return absl::OkStatus();
+}
+
+// What the architecture's row adds, with the keys that override it.
+absl::Status ReadFamilyTraits(const GgufFile& f, const std::string& p, const ArchTraits& arch, ModelConfig* c) {
+    c->rope_style = arch.rope_style;
+    c->ffn_act = arch.ffn_act;
+    c->post_norms = arch.post_norms;
+    if (arch.embed_scale_sqrt_dim) c->embed_scale = std::sqrt(static_cast<float>(c->dim));
+    if (arch.wide_query_scale_layers != 0 && c->n_layers == arch.wide_query_scale_layers) {
+        c->attn_scale = 1.0f / std::sqrt(static_cast<float>(c->dim / c->n_heads));
+    }
+    PP_ASSIGN_OR_RETURN(c->attn_softcap, OptionalFloat(f, p + "attn_logit_softcapping", arch.attn_softcap));
+    PP_ASSIGN_OR_RETURN(c->final_softcap, OptionalFloat(f, p + "final_logit_softcapping", arch.final_softcap));
+    if (arch.granite_scales) {
+        PP_ASSIGN_OR_RETURN(c->embed_scale, OptionalFloat(f, p + "embedding_scale", 1.0f));
+        PP_ASSIGN_OR_RETURN(c->residual_scale, OptionalFloat(f, p + "residual_scale", 1.0f));
+        PP_ASSIGN_OR_RETURN(c->attn_scale, OptionalFloat(f, p + "attention.scale", 0.0f));
+        PP_ASSIGN_OR_RETURN(c->logit_scale, OptionalFloat(f, p + "logit_scale", 1.0f));
+    }
+    if (f.Has(p + "attention.sliding_window")) {
+        PP_ASSIGN_OR_RETURN(const uint64_t window, f.GetUint(p + "attention.sliding_window"));
+        if (window > 0 && window < static_cast<uint64_t>(c->max_context)) {
+            c->sliding_window = static_cast<int32_t>(window);
+            PP_RETURN_IF_ERROR(ReadWindowedLayers(f, p, arch, c));
+            PP_ASSIGN_OR_RETURN(c->rope_theta_swa, OptionalFloat(f, p + "rope.freq_base_swa", arch.rope_theta_swa));
+        }
+    }
+    return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ConfigFromGguf(const GgufFile& f) {
     ModelConfig c;
     PP_ASSIGN_OR_RETURN(c.arch, f.GetString("general.architecture"));
-    const ArchTraits* arch = nullptr;
-    for (const ArchTraits& a : kArchs) {
-        if (c.arch == a.name) arch = &a;
-    }
+    const ArchTraits* arch = FindArchitecture(c.arch);
     if (arch == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat("unsupported architecture '", c.arch,
-                                                       "' (prepack runs llama, qwen2 and qwen3)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("unsupported architecture '", c.arch, "' (prepack runs ", ArchitectureNames(), ")"));
     }
-    c.rope_style = arch->rope_style;
     const std::string p = c.arch + ".";
     if (f.Has("general.name")) {
         PP_ASSIGN_OR_RETURN(c.name, f.GetString("general.name"));
@@ -185,6 +276,7 @@ absl::StatusOr<ModelConfig> ConfigFromGguf(const GgufFile& f) {
     c.rope_freqs = f.FindTensor("rope_freqs.weight") != nullptr;
     c.qkv_bias = f.FindTensor("blk.0.attn_q.bias") != nullptr;
     c.qk_norm = f.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
+    PP_RETURN_IF_ERROR(ReadFamilyTraits(f, p, *arch, &c));
     PP_RETURN_IF_ERROR(c.Validate());
     return c;
 }

@@ -1,11 +1,15 @@
 // Hyper-parameters of a llama-family decoder, read from GGUF metadata or
 // taken from a named synthetic shape. Nothing about a model is a constant.
 //
-// One description with optional parts covers the families GGUF names
-// `llama` (Llama 2/3/3.1/3.2/3.3, Mistral, TinyLlama, SmolLM: optional
-// Q/K/V biases, RoPE frequency factors), `qwen2` (Q/K/V biases, NEOX RoPE)
-// and `qwen3` (per-head Q/K RMSNorm, NEOX RoPE, a head size of its own); the
-// CPU, CUDA and reference passes all follow it, none is written per family.
+// One description with optional parts covers every family prepack runs
+// (core/model/architecture.h holds what each fixes): `llama` (Llama
+// 2/3/3.1/3.2/3.3, Mistral, TinyLlama, SmolLM: optional Q/K/V biases, RoPE
+// frequency factors), `qwen2` (Q/K/V biases, NEOX RoPE), `qwen3` (per-head
+// Q/K RMSNorm, NEOX RoPE, a head size of its own), `gemma`/`gemma2`/`gemma3`
+// (embedding scale, GeGLU, post-norms, soft-caps, sliding-window layers
+// with their own RoPE base) and `granite` (embedding, residual, attention
+// and logit multipliers). The CPU and reference passes follow it, none is
+// written per family; the CUDA pass refuses what it lacks by name.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +27,10 @@ class GgufFile;
 // Which pairs of a head's dims RoPE rotates: (2i, 2i+1) as llama.cpp's
 // llama files are laid out, or (i, i + rope_dim/2) ("NEOX", Qwen's layout).
 enum class RopeStyle : uint8_t { kAdjacent, kNeox };
+
+// The feed-forward gate's activation: SiLU (SwiGLU) or GELU in its tanh
+// form (GeGLU: Gemma).
+enum class FfnActivation : uint8_t { kSilu, kGeluTanh };
 
 struct ModelConfig {
     std::string name;
@@ -45,6 +53,27 @@ struct ModelConfig {
     bool    qkv_bias    = false;   // attn_q/k/v.bias
     bool    qk_norm     = false;   // per-head RMSNorm of Q and K before RoPE (attn_q_norm / attn_k_norm)
 
+    // What some families add; the defaults are llama's (nothing added).
+    FfnActivation ffn_act = FfnActivation::kSilu;
+    float   embed_scale    = 1.0f;    // token embeddings are multiplied by it (Gemma: sqrt(dim))
+    bool    post_norms     = false;   // RMSNorm of the attention and FFN outputs before the residual add (Gemma 2/3)
+    float   residual_scale = 1.0f;    // each block's output is multiplied by it before the add (Granite)
+    float   attn_scale     = 0.0f;    // score = attn_scale * q.k; 0: 1/sqrt(head_dim)
+    float   attn_softcap   = 0.0f;    // scores soft-capped: c * tanh(s / c) (Gemma 2); 0: none
+    float   final_softcap  = 0.0f;    // logits soft-capped the same way (Gemma 2); 0: none
+    float   logit_scale    = 1.0f;    // logits are divided by it (Granite)
+    int32_t sliding_window = 0;       // keys a windowed layer's query sees, itself included; 0: none
+    std::vector<uint8_t> swa_layers;  // per layer, 1 where the sliding window applies
+    float   rope_theta_swa = 0.0f;    // RoPE base of windowed layers (no linear scaling there); 0: rope_theta
+
+    bool Windowed(int32_t layer) const {
+        return sliding_window > 0 && layer >= 0 && layer < static_cast<int32_t>(swa_layers.size()) &&
+               swa_layers[layer] != 0;
+    }
+    // The parts past llama/qwen's this model uses, named ("GeGLU, sliding-window
+    // attention"), or "" when none: what the CUDA pass refuses by name.
+    std::string FamilyExtrasInUse() const;
+
     int32_t q_dim() const { return n_heads * head_dim; }
     int32_t kv_dim() const { return n_kv_heads * head_dim; }
     int32_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
@@ -60,14 +89,16 @@ struct ModelConfig {
     double AttentionFlops(int64_t ctx) const {
         return 4.0 * n_layers * static_cast<double>(q_dim()) * static_cast<double>(ctx);
     }
-    // KV-cache bytes one token occupies across all layers (K and V).
+    // KV-cache bytes one token occupies across all layers (K and V): every
+    // layer keeps every token today, windowed layers included.
     uint64_t KvBytesPerToken(cpu::DType kv = cpu::DType::kF32) const {
         return 2ull * n_layers * static_cast<uint64_t>(kv_dim()) * (kv == cpu::DType::kBf16 ? 2 : 4);
     }
 };
 
 // Reads the hyper-parameters under the prefix `general.architecture` names
-// (llama, qwen2, qwen3), and which optional parts the file's tensors have.
+// (the rows of core/model/architecture.h), and which optional parts the
+// file's tensors have.
 // `vocab_size` comes from ARCH.vocab_size or, when absent, the embedding's
 // rows. INVALID_ARGUMENT names an unsupported architecture or RoPE scaling.
 absl::StatusOr<ModelConfig> ConfigFromGguf(const GgufFile& file);

@@ -31,6 +31,9 @@ public:
     static absl::StatusOr<PreTokenizer> ForName(std::string_view name);
     // Every name ForName accepts, sorted.
     static std::vector<std::string> KnownNames();
+    // The names llama.cpp accepts that ForName refuses (saying what each
+    // would need), sorted.
+    static std::vector<std::string> RefusedNames();
 
     // The name as given ("default" for "").
     const std::string& name() const { return name_; }
@@ -39,6 +42,11 @@ public:
     bool ignore_merges() const { return ignore_merges_; }
     // BOS default when the file has no `tokenizer.ggml.add_bos_token`.
     bool add_bos_default() const { return add_bos_default_; }
+    // Whether a file without `tokenizer.ggml.bos_token_id` gets llama.cpp's
+    // default BOS id (11); false for the ChatGLM family, which has none.
+    bool has_default_bos() const { return has_default_bos_; }
+    // The split expressions in order, spelled as llama.cpp spells them.
+    const std::vector<std::string>& expressions() const { return expressions_; }
 
     // Cuts valid UTF-8 `text` into words: appends their [begin, end) byte
     // ranges, in order, covering `text` exactly. INTERNAL when PCRE2 gives up
@@ -47,8 +55,10 @@ public:
 
     // The PCRE2 spelling of one llama.cpp expression (exposed for tests):
     // `\s` / `\S` become llama.cpp's exact whitespace set (Unicode
-    // White_Space; PCRE2's own `\s` under UCP also takes U+180E), and `$`
-    // becomes `\z` (ECMAScript `$` without multiline is end of input only).
+    // White_Space; PCRE2's own `\s` under UCP also takes U+180E), `$`
+    // becomes `\z` (ECMAScript `$` without multiline is end of input only),
+    // and the letter sub-categories `\p{Lu}` ... `\p{Lo}` become `\p{L}`
+    // (llama.cpp's category-collapsed matching cannot tell them apart).
     static std::string ToPcre2(std::string_view llama_regex);
 
 private:
@@ -58,6 +68,8 @@ private:
     std::string name_;
     bool ignore_merges_ = false;
     bool add_bos_default_ = false;
+    bool has_default_bos_ = true;
+    std::vector<std::string> expressions_;
     std::shared_ptr<const Compiled> compiled_;
 };
 

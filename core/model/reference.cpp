@@ -1,5 +1,6 @@
 #include "core/model/reference.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/matrix.h"
@@ -28,12 +29,16 @@ void RmsNorm(const float* x, const float* weight, float* out, int n, float eps) 
 
 // Rotates the first rope_dim dims of every head: pairs (2i, 2i+1), or
 // (i, i + rope_dim/2) for NEOX models. Frequency i is
-// theta^(-2i/rope_dim) / scale / factors[i] (factors: rope_freqs.weight).
-void Rope(float* v, const ModelConfig& c, int n_heads, int pos, const float* factors) {
+// theta^(-2i/rope_dim) / scale / factors[i] (factors: rope_freqs.weight);
+// a windowed layer with a base of its own uses that base and no scale.
+void Rope(float* v, const ModelConfig& c, int n_heads, int pos, const float* factors, bool windowed) {
     const int half = c.rope_dim / 2;
+    const bool own_base = windowed && c.rope_theta_swa > 0.0f;
+    const double theta = own_base ? c.rope_theta_swa : c.rope_theta;
+    const double scale = own_base ? 1.0 : c.rope_scale;
     for (int h = 0; h < n_heads; ++h) {
         for (int i = 0; i < half; ++i) {
-            double freq = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim) / c.rope_scale;
+            double freq = std::pow(theta, -2.0 * i / c.rope_dim) / scale;
             if (factors != nullptr) freq /= factors[i];
             const double angle = pos * freq;
             const float cs = static_cast<float>(std::cos(angle)), sn = static_cast<float>(std::sin(angle));
@@ -46,6 +51,10 @@ void Rope(float* v, const ModelConfig& c, int n_heads, int pos, const float* fac
         }
     }
 }
+
+double Gelu(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+float SoftCap(float x, float cap) { return cap > 0.0f ? cap * std::tanh(x / cap) : x; }
 
 void Softmax(float* x, int n) {
     float max = x[0];
@@ -80,6 +89,14 @@ const std::vector<float>& ReferenceForward::Step(int32_t token) {
     const int group = c_.n_heads / c_.n_kv_heads;
     const int pos = pos_++;
     cpu::DecodeMatrixRow(w_.token_embd, token, d, x_.data());
+    for (int i = 0; i < d; ++i) x_[i] *= c_.embed_scale;
+    // Adds a block's output (in xb_) to the residual stream: post-normed and
+    // scaled where the model says so.
+    auto add_branch = [&](const float* post_norm) {
+        if (post_norm != nullptr) RmsNorm(xb_.data(), post_norm, xb_.data(), d, c_.norm_eps);
+        for (int i = 0; i < d; ++i) x_[i] += c_.residual_scale * xb_[i];
+    };
+    const float att_scale = c_.attn_scale > 0.0f ? c_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
 
     for (int l = 0; l < c_.n_layers; ++l) {
         const LayerWeights& lw = w_.layers[l];
@@ -96,45 +113,50 @@ const std::vector<float>& ReferenceForward::Step(int32_t token) {
             for (int h = 0; h < c_.n_heads; ++h) RmsNorm(&q_[h * hd], lw.q_norm, &q_[h * hd], hd, c_.norm_eps);
             for (int h = 0; h < c_.n_kv_heads; ++h) RmsNorm(&k_[h * hd], lw.k_norm, &k_[h * hd], hd, c_.norm_eps);
         }
-        Rope(q_.data(), c_, c_.n_heads, pos, w_.rope_freqs);
-        Rope(k_.data(), c_, c_.n_kv_heads, pos, w_.rope_freqs);
+        Rope(q_.data(), c_, c_.n_heads, pos, w_.rope_freqs, c_.Windowed(l));
+        Rope(k_.data(), c_, c_.n_kv_heads, pos, w_.rope_freqs, c_.Windowed(l));
         key_cache_[l].insert(key_cache_[l].end(), k_.begin(), k_.end());
         value_cache_[l].insert(value_cache_[l].end(), v_.begin(), v_.end());
 
-        const int n_ctx = pos + 1;
+        // Keys [first, pos]: all of them, or the last sliding_window on a windowed layer.
+        const int first = c_.Windowed(l) ? std::max(0, pos - c_.sliding_window + 1) : 0;
+        const int n_ctx = pos + 1 - first;
         scores_.resize(n_ctx);
         for (int h = 0; h < c_.n_heads; ++h) {
             const float* q = q_.data() + h * hd;
             const int kvh = h / group;
             for (int t = 0; t < n_ctx; ++t) {
-                const float* k = key_cache_[l].data() + static_cast<size_t>(t) * kv + kvh * hd;
+                const float* k = key_cache_[l].data() + static_cast<size_t>(first + t) * kv + kvh * hd;
                 float s = 0.0f;
                 for (int i = 0; i < hd; ++i) s += q[i] * k[i];
-                scores_[t] = s / std::sqrt(static_cast<float>(hd));
+                scores_[t] = SoftCap(s * att_scale, c_.attn_softcap);
             }
             Softmax(scores_.data(), n_ctx);
             float* out = att_out_.data() + h * hd;
             for (int i = 0; i < hd; ++i) out[i] = 0.0f;
             for (int t = 0; t < n_ctx; ++t) {
-                const float* v = value_cache_[l].data() + static_cast<size_t>(t) * kv + kvh * hd;
+                const float* v = value_cache_[l].data() + static_cast<size_t>(first + t) * kv + kvh * hd;
                 for (int i = 0; i < hd; ++i) out[i] += scores_[t] * v[i];
             }
         }
         MatVec(lw.wo, 0, att_out_.data(), xb_.data(), d, qd);
-        for (int i = 0; i < d; ++i) x_[i] += xb_[i];
+        add_branch(lw.attn_post_norm);
 
         RmsNorm(x_.data(), lw.ffn_norm, xb_.data(), d, c_.norm_eps);
         MatVec(lw.w_gate_up, 0, xb_.data(), hb_.data(), hid, d);
         MatVec(lw.w_gate_up, hid, xb_.data(), hb2_.data(), hid, d);
         for (int i = 0; i < hid; ++i) {
             const float g = hb_[i];
-            hb_[i] = g / (1.0f + std::exp(-g)) * hb2_[i];   // SiLU(gate) * up
+            const float act = c_.ffn_act == FfnActivation::kGeluTanh ? static_cast<float>(Gelu(g))
+                                                                      : g / (1.0f + std::exp(-g));
+            hb_[i] = act * hb2_[i];   // act(gate) * up
         }
         MatVec(lw.w_down, 0, hb_.data(), xb_.data(), d, hid);
-        for (int i = 0; i < d; ++i) x_[i] += xb_[i];
+        add_branch(lw.ffn_post_norm);
     }
     RmsNorm(x_.data(), w_.output_norm, x_.data(), d, c_.norm_eps);
     MatVec(w_.output, 0, x_.data(), logits_.data(), c_.vocab_size, d);
+    for (float& v : logits_) v = SoftCap(v / c_.logit_scale, c_.final_softcap);
     return logits_;
 }
 

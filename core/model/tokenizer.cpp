@@ -263,9 +263,10 @@ absl::StatusOr<Tokenizer> Tokenizer::BpeFromGguf(const GgufFile& file) {
     }
     PP_ASSIGN_OR_RETURN(std::vector<std::string> merges, file.GetStringArray("tokenizer.ggml.merges"));
     // llama.cpp's BPE defaults: BOS = EOS = 11 (disabled when that is out of
-    // range), no unknown token; explicit ids must be in range.
+    // range; no default BOS for the ChatGLM pre-tokenizers), no unknown
+    // token; explicit ids must be in range.
     const auto n = static_cast<int64_t>(pieces.size());
-    int64_t bos = n > 11 ? 11 : -1, eos = bos, unk = -1, pad = -1;
+    int64_t eos = n > 11 ? 11 : -1, bos = pre.has_default_bos() ? eos : -1, unk = -1, pad = -1;
     PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.bos_token_id", &bos));
     PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.eos_token_id", &eos));
     PP_RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.unknown_token_id", &unk));
@@ -498,30 +499,30 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeImpl(std::string_view text
         return absl::InvalidArgumentError(absl::StrCat("text of ", text.size(), " bytes is too long to encode"));
     }
     std::vector<int32_t> ids;
-    const std::vector<Fragment> frags = parse_special || bpe_ ? Partition(text, parse_special, plain)
-                                                              : std::vector<Fragment>{};
+    // User-defined tokens are split out of any text, control tokens only
+    // with parse_special (llama.cpp's tokenizer_st_partition, for both
+    // vocabulary kinds: Gemma's SentencePiece vocabulary has user-defined
+    // whitespace runs and tags that must come out whole).
+    const std::vector<Fragment> frags = Partition(text, parse_special, plain);
     // BOS / EOS as the vocabulary says (tokenizer.ggml.add_bos_token /
     // add_eos_token; SPM vocabularies add BOS unless they say otherwise). A
     // marked-up prompt that starts with its own BOS gets no second one.
     const bool starts_with_bos = plain != nullptr && !frags.empty() && frags[0].id == bos_id_;
     if (add_special && add_bos_ && bos_id_ >= 0 && !starts_with_bos) ids.push_back(bos_id_);
     if (!bpe_) {
-        if (!text.empty() && !parse_special) {
-            EncodeSpmText(text, add_space_prefix_, &ids);
-        } else if (!text.empty()) {
-            // llama.cpp: every text fragment that follows a special token (or
-            // starts the text) gets the dummy prefix.
-            bool after_special = true;
-            for (const Fragment& f : frags) {
-                if (f.id >= 0) {
-                    ids.push_back(f.id);
-                    after_special = true;
-                } else {
-                    EncodeSpmText(text.substr(f.begin, f.end - f.begin), add_space_prefix_ && after_special, &ids);
-                    after_special = false;
-                }
+        // llama.cpp: every text fragment that follows a special token (or
+        // starts the text) gets the dummy prefix. Empty text has no
+        // fragments, so no dummy prefix either (as llama2.c).
+        bool after_special = true;
+        for (const Fragment& f : frags) {
+            if (f.id >= 0) {
+                ids.push_back(f.id);
+                after_special = true;
+            } else {
+                EncodeSpmText(text.substr(f.begin, f.end - f.begin), add_space_prefix_ && after_special, &ids);
+                after_special = false;
             }
-        }   // empty text: no dummy prefix, as llama2.c
+        }
     } else {
         for (const Fragment& f : frags) {
             if (f.id >= 0) {

@@ -76,8 +76,9 @@ public:
     // `parse_special`: the texts of control (and unknown) tokens in `text`
     // become those tokens, longest first, as llama.cpp's
     // tokenizer_st_partition; off, they are ordinary text. BPE splits out
-    // user-defined tokens either way (as llama.cpp and Hugging Face do);
-    // SPM without parse_special is exactly the encoding described above.
+    // user-defined tokens either way (as llama.cpp and Hugging Face do), and
+    // so does SPM (llama.cpp: Gemma's whitespace runs and tags are
+    // user-defined); each text fragment is then encoded as described above.
     absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special,
                                                 bool parse_special = false) const;
     // Byte ranges [first, second) of a text, sorted and disjoint.

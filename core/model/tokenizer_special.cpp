@@ -70,12 +70,12 @@ absl::Status Tokenizer::FinishSpecials(const GgufFile* file) {
     PP_ASSIGN_OR_RETURN(const int32_t fim_rep, resolve("tokenizer.ggml.fim_rep_token_id", kFimRepTexts));
     PP_ASSIGN_OR_RETURN(const int32_t fim_sep, resolve("tokenizer.ggml.fim_sep_token_id", kFimSepTexts));
 
-    // llama.cpp marks every token it recognises by text as a control token.
-    // Only for BPE here: SPM keeps the types the file gives, as it always
-    // has (this differs from llama.cpp only for e.g. Phi-3's user-defined
-    // "</s>", which llama.cpp decodes as nothing).
+    // llama.cpp marks every token it recognises by text as a control token,
+    // whatever the vocabulary kind: Gemma 3's and Phi-3's user-defined
+    // "</s>" become control tokens, which plain text never produces (without
+    // parse_special) and which decode to nothing.
     auto make_control = [&](int32_t id) {
-        if (bpe_ && id >= 0) types_[id] = TokenType::kControl;
+        if (id >= 0) types_[id] = TokenType::kControl;
     };
     std::vector<int32_t> eog;
     for (const int32_t id : {fim_pad, fim_rep, fim_sep}) {
@@ -99,10 +99,8 @@ absl::Status Tokenizer::FinishSpecials(const GgufFile* file) {
             make_control(id);
         }
     }
-    if (bpe_) {
-        for (std::string_view t : kAlwaysRenderedTexts) {
-            if (const int32_t id = find(t); id >= 0) types_[id] = TokenType::kUserDefined;
-        }
+    for (std::string_view t : kAlwaysRenderedTexts) {
+        if (const int32_t id = find(t); id >= 0) types_[id] = TokenType::kUserDefined;
     }
     for (const int32_t id : {eos_id_, eot_id_, eom_id_}) {
         if (id >= 0) eog.push_back(id);
@@ -115,7 +113,7 @@ absl::Status Tokenizer::FinishSpecials(const GgufFile* file) {
     };
     auto drop_eog = [&](int32_t id, TokenType becomes) {
         eog.erase(std::find(eog.begin(), eog.end(), id));
-        if (bpe_) types_[id] = becomes;
+        types_[id] = becomes;
     };
     // llama.cpp's workarounds: o200k_harmony / solar-open, where "<|end|>"
     // ends a message but not the generation; gemma4 / paddleocr's "</s>".

@@ -40,7 +40,7 @@ struct QuantizedMatrices {
 struct Layout {
     struct Layer {
         Slot attn_norm, wqkv, wo, ffn_norm, w_gate_up, w_down;
-        Slot bqkv, q_norm, k_norm;   // only when the config has them
+        Slot bqkv, q_norm, k_norm, attn_post_norm, ffn_post_norm;   // only when the config has them
     };
     Slot token_embd, output_norm, output, rope_freqs;
     size_t f32_total = 0, bf16_total = 0;
@@ -77,6 +77,10 @@ Layout MakeLayout(const ModelConfig& c, cpu::DType dtype, const QuantizedMatrice
         if (c.qk_norm) {
             y.q_norm = vec(c.head_dim);
             y.k_norm = vec(c.head_dim);
+        }
+        if (c.post_norms) {
+            y.attn_post_norm = vec(d);
+            y.ffn_post_norm = vec(d);
         }
         l.layers.push_back(y);
     }
@@ -127,6 +131,10 @@ public:
             if (c.qk_norm) {
                 lw.q_norm = f + y.q_norm.at;
                 lw.k_norm = f + y.k_norm.at;
+            }
+            if (c.post_norms) {
+                lw.attn_post_norm = f + y.attn_post_norm.at;
+                lw.ffn_post_norm = f + y.ffn_post_norm.at;
             }
             w.layers.push_back(lw);
         }
@@ -320,10 +328,13 @@ uint64_t ModelWeights::ResidentBytes() const {
     return storage.size() * sizeof(float) + bf16_storage.size() * sizeof(uint16_t) + quantized_bytes;
 }
 
-std::vector<float> RopeInverseFrequencies(const ModelConfig& c, const ModelWeights& w) {
+std::vector<float> RopeInverseFrequencies(const ModelConfig& c, const ModelWeights& w, bool windowed) {
+    const bool own_base = windowed && c.rope_theta_swa > 0.0f;
+    const float theta = own_base ? c.rope_theta_swa : c.rope_theta;
+    const float scale = own_base ? 1.0f : c.rope_scale;
     std::vector<float> inv_freq;
     for (int i = 0; i < c.rope_dim / 2; ++i) {
-        float f = 1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / c.rope_dim) / c.rope_scale;
+        float f = 1.0f / std::pow(theta, static_cast<float>(2 * i) / c.rope_dim) / scale;
         if (w.rope_freqs != nullptr) f /= w.rope_freqs[i];
         inv_freq.push_back(f);
     }
@@ -374,6 +385,10 @@ absl::StatusOr<ModelWeights> LoadWeights(std::shared_ptr<const GgufFile> file, c
         if (c.qk_norm) {
             parts.push_back({p + "attn_q_norm.weight", {static_cast<uint64_t>(c.head_dim)}, y.q_norm});
             parts.push_back({p + "attn_k_norm.weight", {static_cast<uint64_t>(c.head_dim)}, y.k_norm});
+        }
+        if (c.post_norms) {
+            parts.push_back({p + "post_attention_norm.weight", {d}, y.attn_post_norm});
+            parts.push_back({p + "post_ffw_norm.weight", {d}, y.ffn_post_norm});
         }
     }
     // Check every tensor before allocating: the storage size comes from the
@@ -432,6 +447,10 @@ absl::StatusOr<ModelWeights> SyntheticWeights(const ModelConfig& c, uint64_t see
         if (c.qk_norm) {
             FillUniformIn(storage, y.q_norm, c.head_dim, 0.5f, 1.5f, seed, id++);
             FillUniformIn(storage, y.k_norm, c.head_dim, 0.5f, 1.5f, seed, id++);
+        }
+        if (c.post_norms) {
+            FillUniformIn(storage, y.attn_post_norm, d, 0.5f, 1.5f, seed, id++);
+            FillUniformIn(storage, y.ffn_post_norm, d, 0.5f, 1.5f, seed, id++);
         }
     }
     if (c.rope_freqs) FillUniformIn(storage, l.rope_freqs, c.rope_dim / 2, 1.0f, 8.0f, seed, id++);

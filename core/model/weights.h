@@ -33,6 +33,8 @@ struct LayerWeights {
     const float* bqkv = nullptr;     // [q_dim + 2*kv_dim]: Q, K, V biases (qwen2; some llama files)
     const float* q_norm = nullptr;   // [head_dim]: RMSNorm gain of each Q head before RoPE (qwen3)
     const float* k_norm = nullptr;   // [head_dim]: the same for each K head
+    const float* attn_post_norm = nullptr;   // [dim]: RMSNorm gain of the attention output (Gemma 2/3)
+    const float* ffn_post_norm = nullptr;    // [dim]: the same for the FFN output
 };
 
 struct ModelWeights {
@@ -81,8 +83,11 @@ uint64_t ResidentWeightBytes(const GgufFile& file, const ModelConfig& config, cp
 
 // RoPE's rope_dim/2 inverse frequencies theta^(-2i/rope_dim), divided by
 // the linear scale and by rope_freqs.weight's factors where the model has
-// them (as llama.cpp applies them): what every pass rotates by.
-std::vector<float> RopeInverseFrequencies(const ModelConfig& config, const ModelWeights& weights);
+// them (as llama.cpp applies them): what every pass rotates by. Windowed
+// layers (`windowed`) rotate by their own base (rope_theta_swa, when set)
+// and without the scaling, as llama.cpp does for Gemma 3.
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config, const ModelWeights& weights,
+                                          bool windowed = false);
 
 // "f32" or "bf16" (INVALID_ARGUMENT naming the choices otherwise).
 absl::StatusOr<cpu::DType> ParseDType(const std::string& name);

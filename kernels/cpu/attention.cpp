@@ -49,11 +49,11 @@ float* OutHead(float* out, const AttentionShape& s, int64_t row, int head) {
 void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s, const AttentionSpan& span,
              const PagedKv& kv, AttentionTile& tile) {
     const int group = s.n_heads / s.n_kv_heads;
-    tile.Reset(s.head_dim, kv.block_size);
+    tile.Reset(s, kv.block_size);
     for (int32_t i = t.q_begin; i < t.q_end; ++i) {
         for (int g = 0; g < group; ++g) tile.AddRow(QueryHead(q, s, span.q_row + i, t.kv_head * group + g), span.Horizon(i));
     }
-    tile.Attend(span, kv, t.kv_head, 0, span.Horizon(t.q_end - 1));
+    tile.Attend(span, kv, t.kv_head, s.FirstKey(span.Horizon(t.q_begin)), span.Horizon(t.q_end - 1));
     int r = 0;
     for (int32_t i = t.q_begin; i < t.q_end; ++i) {
         for (int g = 0; g < group; ++g) tile.Write(r++, OutHead(out, s, span.q_row + i, t.kv_head * group + g));
@@ -68,14 +68,14 @@ void RunTask(const Task& t, const float* q, float* out, const AttentionShape& s,
 void RunCascade(const SharedPrefixGroup& g, int32_t kv_head, const float* q, float* out, const AttentionShape& s,
                 const AttentionSpan* spans, const PagedKv& kv, AttentionTile& prefix, AttentionTile& member) {
     const int group = s.n_heads / s.n_kv_heads;
-    prefix.Reset(s.head_dim, kv.block_size);
+    prefix.Reset(s, kv.block_size);
     for (int32_t m : g.spans) {
         for (int h = 0; h < group; ++h) prefix.AddRow(QueryHead(q, s, spans[m].q_row, kv_head * group + h), g.shared_len - 1);
     }
     prefix.Attend(spans[g.spans[0]], kv, kv_head, 0, g.shared_len - 1);
     for (size_t m = 0; m < g.spans.size(); ++m) {
         const AttentionSpan& span = spans[g.spans[m]];
-        member.Reset(s.head_dim, kv.block_size);
+        member.Reset(s, kv.block_size);
         for (int h = 0; h < group; ++h) {
             member.AddRow(QueryHead(q, s, span.q_row, kv_head * group + h), span.Horizon(0));
             member.CopyState(prefix, static_cast<int>(m) * group + h, h);
@@ -89,7 +89,11 @@ void RunCascade(const SharedPrefixGroup& g, int32_t kv_head, const float* q, flo
 
 void PagedAttention(const float* q, float* out, const AttentionShape& shape,
                     const AttentionSpan* spans, int32_t n_spans, const PagedKv& kv,
-                    const std::vector<SharedPrefixGroup>& shared) {
+                    const std::vector<SharedPrefixGroup>& shared_groups) {
+    // Under a sliding window a shared prefix is not one tile's keys (each
+    // member's window starts elsewhere): every span runs on its own.
+    static const std::vector<SharedPrefixGroup> kNone;
+    const std::vector<SharedPrefixGroup>& shared = shape.window > 0 ? kNone : shared_groups;
     std::vector<uint8_t> in_cascade(n_spans, 0);
     for (const SharedPrefixGroup& g : shared) {
         for (int32_t s : g.spans) in_cascade[s] = 1;
@@ -101,7 +105,8 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
     std::vector<uint8_t> compact(n_spans, 0);
     size_t n_held = 0;
     for (int32_t s = 0; s < n_spans; ++s) {
-        compact[s] = !in_cascade[s] && WorthCompacting(spans[s]);
+        // A compact copy renumbers keys; a window counts token positions.
+        compact[s] = !in_cascade[s] && shape.window == 0 && WorthCompacting(spans[s]);
         n_held += compact[s];
     }
     if (held.size() < n_held) held.resize(n_held);
@@ -161,7 +166,7 @@ void LastQueryScores(const float* q, const AttentionShape& s, const AttentionSpa
         --first;
     }
     const int32_t rows = span.n_q - first;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const float scale = s.Scale();
     // One row of probabilities per head, in parallel: a decode step scores
     // at every pruning layer while aux states wait, so this runs as often
     // as attention and must not leave the other threads idle.
@@ -180,23 +185,25 @@ void LastQueryScores(const float* q, const AttentionShape& s, const AttentionSpa
         for (int32_t i = first; i < span.n_q; ++i) {
             const float* qv = q + (span.q_row + i) * s.q_stride + static_cast<int64_t>(head) * hd;
             const int64_t keys = span.Horizon(i) + 1;
+            const int64_t first_key = s.FirstKey(span.Horizon(i));   // 0 without a sliding window
             logit.assign(static_cast<size_t>(keys), 0.0f);
             float max = -std::numeric_limits<float>::infinity();
-            for (int64_t j = 0; j < keys; ++j) {
+            for (int64_t j = first_key; j < keys; ++j) {
                 if (!span.Holds(j)) continue;
                 const size_t off = static_cast<size_t>(span.blocks[j / kv.block_size]) * kv.block_size * kv.kv_dim +
                                    static_cast<size_t>(j % kv.block_size) * kv.kv_dim + kv_head * hd;
                 logit[j] = DotKey(qv, kv, off, hd) * scale;
+                if (s.softcap > 0.0f) logit[j] = s.softcap * std::tanh(logit[j] / s.softcap);
                 max = std::max(max, logit[j]);
             }
             double sum = 0.0;
-            for (int64_t j = 0; j < keys; ++j) {
+            for (int64_t j = first_key; j < keys; ++j) {
                 if (!span.Holds(j)) continue;
                 logit[j] = ExpNonPositive(logit[j] - max);
                 sum += logit[j];
             }
             const float w = static_cast<float>(1.0 / (sum * s.n_heads * rows));
-            for (int64_t j = 0; j < keys; ++j) {
+            for (int64_t j = first_key; j < keys; ++j) {
                 if (span.Holds(j)) ph[j] += logit[j] * w;
             }
         }

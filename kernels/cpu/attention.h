@@ -6,6 +6,8 @@
 // not computed and masked.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +44,14 @@ struct AttentionShape {
     int32_t head_dim;
     int64_t q_stride;     // floats between query rows (heads packed at the row start)
     int64_t out_stride;   // floats between output rows
+    // What some families add (0 = absent: the llama defaults):
+    float   scale = 0.0f;     // score = scale * q.k; 0 means 1/sqrt(head_dim)
+    float   softcap = 0.0f;   // score = softcap * tanh(score / softcap) before the softmax (Gemma 2)
+    int32_t window = 0;       // sliding window: a query at token p sees keys p - window < k <= p only
+
+    float   Scale() const { return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+    // The first key a query whose horizon is `horizon` sees.
+    int64_t FirstKey(int64_t horizon) const { return window > 0 ? std::max<int64_t>(0, horizon - window + 1) : 0; }
 };
 
 // Decode spans (one query each) whose block tables begin with the same
@@ -57,7 +67,11 @@ std::vector<SharedPrefixGroup> FindSharedPrefixes(const AttentionSpan* spans, in
                                                   int32_t min_shared, int32_t min_members);
 
 // The K/V of every key a query sees must already be in the cache (the span's
-// own keys are written before this is called). Online softmax over key
+// own keys are written before this is called). With a sliding window
+// (shape.window) keys before a query's window are skipped a chunk at a
+// time and masked within one; `shared` is then ignored (members' windows
+// differ, so a shared prefix is no longer one tile's keys) and LazyLLM
+// spans are not compacted (the window is counted in token positions). Online softmax over key
 // blocks: no [queries x keys] matrix is materialised.
 //
 // Spans in `shared` are computed as cascade attention (Hydragen / FlashInfer

@@ -110,11 +110,21 @@ void ForRowBlocks(int r_begin, int rows, Kernel&& kernel) {
     }
 }
 
+// cap * tanh(s / cap) over a row of scores (Gemma 2's attention soft-cap).
+void SoftCapRow(float* s, int n, float cap) {
+    const float inv = 1.0f / cap;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) Store8(s + j, Tanh8(Load8(s + j) * inv) * cap);
+    for (; j < n; ++j) s[j] = cap * std::tanh(s[j] * inv);
+}
+
 }  // namespace
 
-void AttentionTile::Reset(int head_dim, int max_chunk) {
-    hd_ = head_dim;
-    scale_ = 1.0f / std::sqrt(static_cast<float>(head_dim));
+void AttentionTile::Reset(const AttentionShape& shape, int max_chunk) {
+    hd_ = shape.head_dim;
+    scale_ = shape.Scale();
+    softcap_ = shape.softcap;
+    window_ = shape.window;
     ld_ = PaddedCols(std::min(max_chunk, kMaxChunk));
     q_.clear();
     horizon_.clear();
@@ -209,13 +219,20 @@ void AttentionTile::PrefetchKeys(const T* k_rows, const T* v_rows, int32_t strid
     }
 }
 
-// Row r sees keys c0 .. horizon[r] of the chunk, minus those a LazyLLM layer
-// lacks; the rest get weight 0. Then the online-softmax step: new running
-// max, rescale of what was accumulated, weights exp(s - max).
+// Row r sees keys c0 .. horizon[r] of the chunk (from its window's first
+// key under a sliding window), minus those a LazyLLM layer lacks; the rest
+// get weight 0. Scores are soft-capped first where the model says so. Then
+// the online-softmax step: new running max, rescale of what was
+// accumulated, weights exp(s - max).
 void AttentionTile::MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const AttentionSpan& span) {
     for (int r = r_begin; r < rows(); ++r) {
         float* s = scores_.data() + static_cast<size_t>(r) * ld_;
         const int limit = static_cast<int>(std::min<int64_t>(n_keys, horizon_[r] - c0 + 1));
+        if (softcap_ > 0.0f) SoftCapRow(s, limit, softcap_);
+        if (window_ > 0) {
+            const int64_t before = std::min<int64_t>(limit, horizon_[r] - window_ + 1 - c0);
+            for (int j = 0; j < before; ++j) s[j] = kNegInf;
+        }
         if (span.key_depth != nullptr) {
             for (int j = 0; j < limit; ++j) {
                 if (!span.Holds(c0 + j)) s[j] = kNegInf;
@@ -306,6 +323,12 @@ void AttentionTile::AttendChunks(const AttentionSpan& span, const T* k, const T*
         // Rows whose horizon ends before this chunk are done (horizons ascend).
         while (r_begin < rows && horizon_[r_begin] < c0) ++r_begin;
         if (r_begin == rows) break;
+        // Under a sliding window no row sees a key before the first row's
+        // window (the windows ascend with the horizons): skip them unread.
+        if (window_ > 0 && c0 < horizon_[r_begin] - window_ + 1) {
+            c0 = horizon_[r_begin] - window_ + 1;
+            continue;
+        }
         const int n_keys = chunk_keys(c0);
         const size_t off = chunk_offset(c0);
         // The next chunk sits in another block, somewhere else in the pool:

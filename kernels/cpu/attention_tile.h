@@ -25,12 +25,14 @@ PREPACK_ISA_BEGIN
 
 class AttentionTile {
 public:
-    // Empties the tile for rows of `head_dim` floats and keys that arrive in
-    // chunks of at most `max_chunk` (the KV block size, capped).
-    void Reset(int head_dim, int max_chunk);
+    // Empties the tile for rows of `shape.head_dim` floats, scored as
+    // `shape` says (scale, soft-cap, sliding window), and keys that arrive
+    // in chunks of at most `max_chunk` (the KV block size, capped).
+    void Reset(const AttentionShape& shape, int max_chunk);
 
-    // Adds a row: query vector `q` (scaled here by 1/sqrt(head_dim)), seeing
-    // keys up to `horizon` inclusive. Rows must come in ascending horizon.
+    // Adds a row: query vector `q` (scaled here by shape.Scale()), seeing
+    // keys up to `horizon` inclusive (and, under a sliding window, from
+    // shape.FirstKey(horizon)). Rows must come in ascending horizon.
     void AddRow(const float* q, int64_t horizon);
 
     // Attends every row to keys [first_key, last_key] of `span` (its block
@@ -64,7 +66,9 @@ private:
 
     int   hd_ = 0;
     int   ld_ = 0;          // columns of kt_ / scores_: the chunk size rounded up to 16
-    float scale_ = 1.0f;    // 1 / sqrt(head_dim), applied to queries as they are added
+    float scale_ = 1.0f;    // shape.Scale(), applied to queries as they are added
+    float softcap_ = 0.0f;  // shape.softcap (0: none)
+    int32_t window_ = 0;    // shape.window (0: none)
     std::vector<float> q_;        // [rows][hd], pre-scaled
     std::vector<int64_t> horizon_;
     std::vector<float> m_, l_, corr_;   // per row: running max, softmax sum, this chunk's rescale

@@ -58,6 +58,16 @@ void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
     ActiveKernels().swiglu(gu, out, rows, hidden);
 }
 
+void GeGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
+    ActiveKernels().geglu(gu, out, rows, hidden);
+}
+
+void SoftCap(float* x, int64_t n, float cap) { ActiveKernels().soft_cap(x, n, cap); }
+
+void Scale(float* x, int64_t n, float s) { ActiveKernels().scale(x, n, s); }
+
+void AddTo(float* x, const float* y, int64_t n) { ActiveKernels().add_to(x, y, n); }
+
 void PagedAttention(const float* q, float* out, const AttentionShape& shape, const AttentionSpan* spans,
                     int32_t n_spans, const PagedKv& kv, const std::vector<SharedPrefixGroup>& shared) {
     ActiveKernels().paged_attention(q, out, shape, spans, n_spans, kv, shared);

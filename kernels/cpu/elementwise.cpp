@@ -1,5 +1,6 @@
 // Per level (kernel_table.h): the row-wise kernels declared in
 // kernels/cpu/elementwise.h.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/simd.h"
@@ -116,6 +117,59 @@ void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
         const float* g = gu + r * 2 * hidden;
         SwiGluRow(g, g + hidden, out + r * hidden, hidden);
     }
+}
+
+namespace {
+
+// o = gelu(g) * u, gelu(g) = g/2 (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+// Outside the OpenMP body for the same reason as SwiGluRow.
+void GeGluRow(const float* g, const float* u, float* o, int64_t hidden) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
+    int64_t i = 0;
+    for (; i + 8 <= hidden; i += 8) {
+        const Vec8 x = Load8(g + i);
+        const Vec8 t = Tanh8(kSqrt2OverPi * x * (1.0f + kCubic * x * x));
+        Store8(o + i, 0.5f * x * (1.0f + t) * Load8(u + i));
+    }
+    for (; i < hidden; ++i) {
+        const float x = g[i];
+        o[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCubic * x * x))) * u[i];
+    }
+}
+
+void SoftCapPiece(float* x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) Store8(x + i, Tanh8(Load8(x + i) * inv) * cap);
+    for (; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
+// Pieces handed to threads by the elementwise loops over a flat array.
+constexpr int64_t kPiece = 1 << 14;
+
+}  // namespace
+
+void GeGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* g = gu + r * 2 * hidden;
+        GeGluRow(g, g + hidden, out + r * hidden, hidden);
+    }
+}
+
+void SoftCap(float* x, int64_t n, float cap) {
+#pragma omp parallel for schedule(static) if (n >= 4 * kPiece)
+    for (int64_t i = 0; i < n; i += kPiece) SoftCapPiece(x + i, std::min(kPiece, n - i), cap);
+}
+
+void Scale(float* x, int64_t n, float s) {
+#pragma omp parallel for simd schedule(static) if (n >= 4 * kPiece)
+    for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void AddTo(float* x, const float* y, int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n >= 4 * kPiece)
+    for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
 PREPACK_ISA_END

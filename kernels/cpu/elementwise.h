@@ -33,5 +33,14 @@ void AddBias(float* x, const float* bias, int64_t rows, int64_t dim);
 
 // out[r, i] = silu(gu[r, i]) * gu[r, hidden + i]: gu rows are [gate | up].
 void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden);
+// out[r, i] = gelu(gu[r, i]) * gu[r, hidden + i], GELU in its tanh form
+// (Gemma's GeGLU; llama.cpp's LLM_FFN_GELU).
+void GeGlu(const float* gu, float* out, int64_t rows, int64_t hidden);
+// x[i] = cap * tanh(x[i] / cap) for n values (Gemma 2's final logit soft-cap).
+void SoftCap(float* x, int64_t n, float cap);
+// x[i] *= s for n values (Gemma's embedding scale).
+void Scale(float* x, int64_t n, float s);
+// x[i] += y[i] for n values (a residual added after its post-norm).
+void AddTo(float* x, const float* y, int64_t n);
 
 }  // namespace prepack::cpu

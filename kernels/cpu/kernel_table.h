@@ -25,6 +25,10 @@ struct KernelTable {
                            const float* weight, float eps);
     void (*add_bias)(float* x, const float* bias, int64_t rows, int64_t dim);
     void (*swiglu)(const float* gu, float* out, int64_t rows, int64_t hidden);
+    void (*geglu)(const float* gu, float* out, int64_t rows, int64_t hidden);
+    void (*soft_cap)(float* x, int64_t n, float cap);
+    void (*scale)(float* x, int64_t n, float s);
+    void (*add_to)(float* x, const float* y, int64_t n);
     // Y = X W^T for m <= kSmallLinearRows: the weight rows streamed by
     // register-blocked dot products (decode, batched decode).
     void (*small_linear_f32)(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k,

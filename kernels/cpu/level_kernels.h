@@ -22,6 +22,10 @@ void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t col, int n
                   const float* weight, float eps);
 void AddBias(float* x, const float* bias, int64_t rows, int64_t dim);
 void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden);
+void GeGlu(const float* gu, float* out, int64_t rows, int64_t hidden);
+void SoftCap(float* x, int64_t n, float cap);
+void Scale(float* x, int64_t n, float s);
+void AddTo(float* x, const float* y, int64_t n);
 
 // small_linear.cpp: Y[m, n] = X[m, k] W[n, k]^T (+ Y) for few rows.
 void SmallLinearF32(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate);

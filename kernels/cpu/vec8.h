@@ -63,6 +63,17 @@ inline Vec8 ExpNonPositive8(Vec8 x) {
     return underflow ? Splat8(0.0f) : p * scale;
 }
 
+// tanh of 8 values: sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) <= 1, so
+// nothing overflows; absolute error ~1e-7 (relative, near 0, larger: tanh's
+// users here, GELU and soft-caps, add or scale it back).
+inline Vec8 Tanh8(Vec8 x) {
+    const auto negative = x < Splat8(0.0f);
+    const Vec8 a = negative ? -x : x;
+    const Vec8 e = ExpNonPositive8(-2.0f * a);
+    const Vec8 t = (1.0f - e) / (1.0f + e);
+    return negative ? -t : t;
+}
+
 inline float Sum8(Vec8 v) {
     return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
