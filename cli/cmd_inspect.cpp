@@ -4,6 +4,7 @@
 // cache take.
 #include <cstdio>
 #include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,8 +19,34 @@
 namespace prepack::cli {
 namespace {
 
+// What the architecture adds past llama's parts (model_config.h), only
+// where it is in use, so a llama file's report stays as it was.
+void AddFamilyTraits(const ModelConfig& c, nlohmann::json* j) {
+    if (c.ffn_act == FfnActivation::kGeluTanh) (*j)["ffn_activation"] = "gelu_tanh";
+    if (c.embed_scale != 1.0f) (*j)["embed_scale"] = c.embed_scale;
+    if (c.post_norms) (*j)["post_norms"] = true;
+    if (c.residual_scale != 1.0f) (*j)["residual_scale"] = c.residual_scale;
+    if (c.attn_scale != 0.0f) (*j)["attn_scale"] = c.attn_scale;
+    if (c.attn_softcap != 0.0f) (*j)["attn_softcap"] = c.attn_softcap;
+    if (c.final_softcap != 0.0f) (*j)["final_softcap"] = c.final_softcap;
+    if (c.logit_scale != 1.0f) (*j)["logit_scale"] = c.logit_scale;
+    if (c.rope_attn_factor != 1.0f) (*j)["rope_attn_factor"] = c.rope_attn_factor;
+    if (c.rope_freqs) (*j)["rope_freqs_tensor"] = c.rope_freqs_tensor;
+    if (c.fused_qkv) (*j)["fused_qkv"] = true;
+    if (c.fused_gate_up) (*j)["fused_gate_up"] = true;
+    if (c.sliding_window > 0) {
+        (*j)["sliding_window"] = c.sliding_window;
+        std::vector<int> windowed;
+        for (int l = 0; l < c.n_layers; ++l) {
+            if (c.Windowed(l)) windowed.push_back(l);
+        }
+        (*j)["windowed_layers"] = windowed;
+        (*j)["rope_theta_swa"] = c.rope_theta_swa > 0.0f ? c.rope_theta_swa : c.rope_theta;
+    }
+}
+
 nlohmann::json ConfigJson(const ModelConfig& c) {
-    return {
+    nlohmann::json j = {
         {"name", c.name},           {"architecture", c.arch},        {"dim", c.dim},
         {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},      {"n_heads", c.n_heads},
         {"n_kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim},      {"rope_dim", c.rope_dim},
@@ -31,6 +58,8 @@ nlohmann::json ConfigJson(const ModelConfig& c) {
         {"weight_bytes_f32", WeightBytes(c, cpu::DType::kF32)}, {"weight_bytes_bf16", WeightBytes(c, cpu::DType::kBf16)},
         {"kv_bytes_per_token_f32", c.KvBytesPerToken(cpu::DType::kF32)},
     };
+    AddFamilyTraits(c, &j);
+    return j;
 }
 
 absl::StatusOr<nlohmann::json> Describe(const std::string& spec) {
@@ -97,7 +126,10 @@ absl::StatusOr<nlohmann::json> Describe(const std::string& spec) {
 void PrintText(const nlohmann::json& j) {
     for (const char* k : {"source", "name", "architecture", "parameters", "dim", "hidden_dim", "n_layers",
                           "n_heads", "n_kv_heads", "head_dim", "rope_dim", "rope_theta", "rope_style",
-                          "rope_scale", "rope_freqs", "qkv_bias", "qk_norm", "norm_eps",
+                          "rope_scale", "rope_freqs", "qkv_bias", "qk_norm", "norm_eps", "ffn_activation",
+                          "embed_scale", "post_norms", "residual_scale", "attn_scale", "attn_softcap",
+                          "final_softcap", "logit_scale", "rope_attn_factor", "rope_freqs_tensor", "fused_qkv",
+                          "fused_gate_up", "sliding_window", "windowed_layers", "rope_theta_swa",
                           "context_length", "vocab_size", "tied_output", "weight_bytes_f32", "weight_bytes_bf16",
                           "kv_bytes_per_token_f32", "gguf_version", "file_bytes",
                           "tensor_count", "tensor_types", "resident_weight_bytes_f32", "resident_weight_bytes_bf16", "tokenizer", "tokenizer_vocab_size", "vocab_type",

@@ -87,6 +87,13 @@ std::vector<Shape> Shapes() {
              c.sliding_window = 5;
              c.swa_layers = {1, 0};
          })},
+        // Phi-4-mini: LongRoPE (per-frequency divisors and an attention
+        // factor on the rotated dims) with partial rotary dims.
+        {"phi4_like", With(SmallConfig(64, 4, 2, 2, 96, 300, 12), [](ModelConfig& c) {
+             c.rope_style = RopeStyle::kNeox;
+             c.rope_freqs = true;
+             c.rope_attn_factor = 1.19f;
+         })},
         // Granite: embedding, residual, attention and logit multipliers.
         {"granite_like", With(SmallConfig(64, 4, 2, 2, 96, 300), [](ModelConfig& c) {
              c.embed_scale = 12.0f;

@@ -112,6 +112,16 @@ TEST_F(GemmaModelTest, LoadsAsGemma3WithItsSlidingWindow) {
     for (int l = 0; l < 18; ++l) EXPECT_EQ(c.Windowed(l), l % 6 != 5) << "layer " << l;   // llama.cpp's pattern of 6
 }
 
+// The CUDA pass lacks Gemma's parts: refused by name, GPU or not.
+TEST_F(GemmaModelTest, CudaRefusesWhatItLacksByName) {
+    auto backend = CreateBackend(*model_, Device::kCuda, 16, 64ull << 20, 2048, cpu::DType::kF32);
+    ASSERT_FALSE(backend.ok());
+    EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented) << backend.status();
+    for (const char* part : {"gemma3", "GeGLU", "post-norms", "sliding-window attention"}) {
+        EXPECT_NE(backend.status().message().find(part), std::string::npos) << backend.status();
+    }
+}
+
 TEST_F(GemmaModelTest, PromptIdsEqualLlamaCpp) {
     for (const json& c : (*reference_)["cases"]) {
         auto ids = model_->tokenizer().Encode(c["prompt"].get<std::string>(), /*add_bos=*/true, /*parse_special=*/false);

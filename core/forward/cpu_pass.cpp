@@ -35,6 +35,19 @@ int64_t FloatsPerRow(const ModelConfig& c) {
            3 * int64_t{c.hidden_dim} /* gate|up, swiglu */;
 }
 
+// LongRoPE's attention factor: llama.cpp multiplies RoPE's cos and sin by
+// it, i.e. the rotated dims of every Q and K head (the rest stay as they are).
+void ScaleRotatedDims(float* qkv, int64_t rows, const ModelConfig& c) {
+    const int heads = c.n_heads + c.n_kv_heads;
+#pragma omp parallel for schedule(static) if (rows >= 16)
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int h = 0; h < heads; ++h) {
+            float* head = qkv + r * c.qkv_dim() + static_cast<int64_t>(h) * c.head_dim;
+            for (int i = 0; i < c.rope_dim; ++i) head[i] *= c.rope_attn_factor;
+        }
+    }
+}
+
 }  // namespace
 
 uint64_t ForwardPass::ActivationBytes(const ModelConfig& c, int64_t tokens, int64_t logit_rows) {
@@ -235,6 +248,7 @@ absl::Status ForwardPass::Run(const StepPlan& plan, StepOutput* out) {
                   row_pos_.data(), inv_freq, neox);
         cpu::Rope(qkv_.data(), t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim,
                   row_pos_.data(), inv_freq, neox);
+        if (c.rope_attn_factor != 1.0f) ScaleRotatedDims(qkv_.data(), t, c);
         WriteKv(plan, l);
         Attention(l);
         const bool prune = PrunesAfter(plan, seq_rows_, l);

@@ -33,6 +33,9 @@ struct ArchTraits {
     // files do not carry: llama.cpp takes dim/n_heads for the 27B models
     // (told apart by this many layers) and head_dim otherwise.
     int32_t wide_query_scale_layers = 0;
+    // llama.cpp ignores ARCH.attention.sliding_window for this architecture
+    // (Phi-3's converted files state one; llama.cpp runs them without it).
+    bool    ignores_sliding_window = false;
 };
 
 // The row for `name`, or null.

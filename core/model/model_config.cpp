@@ -100,6 +100,7 @@ std::string ModelConfig::FamilyExtrasInUse() const {
     note(final_softcap != 0.0f, "logit soft-capping");
     note(logit_scale != 1.0f, "a logit scale");
     note(sliding_window != 0, "sliding-window attention");
+    note(rope_attn_factor != 1.0f, "a RoPE attention factor (LongRoPE)");
     return out;
 }
 
@@ -142,6 +143,40 @@ absl::Status ReadRopeScaling(const GgufFile& f, const std::string& p, ModelConfi
         return absl::InvalidArgumentError(absl::StrCat(p, "rope.scaling.factor = ", factor, " is not in (0, 1e6)"));
     }
     c->rope_scale = static_cast<float>(factor);
+    return absl::OkStatus();
+}
+
+// LongRoPE (Phi-3.5/4): per-frequency divisors for short contexts and for
+// long ones, chosen as llama.cpp does by the context (the model's whole
+// context_length here) against ARCH.rope.scaling.original_context_length,
+// and an attention factor on the rotated dims.
+absl::Status ReadLongRope(const GgufFile& f, const std::string& p, ModelConfig* c) {
+    if (f.Has(p + "rope.scaling.attn_factor")) {
+        PP_ASSIGN_OR_RETURN(const double factor, f.GetFloat(p + "rope.scaling.attn_factor"));
+        if (!(factor > 0.0 && factor < 100.0)) {
+            return absl::InvalidArgumentError(absl::StrCat(p, "rope.scaling.attn_factor = ", factor, " is not in (0, 100)"));
+        }
+        c->rope_attn_factor = static_cast<float>(factor);
+    }
+    const bool has_short = f.FindTensor("rope_factors_short.weight") != nullptr;
+    const bool has_long = f.FindTensor("rope_factors_long.weight") != nullptr;
+    if (!has_short && !has_long) return absl::OkStatus();
+    if (c->rope_freqs) {
+        return absl::InvalidArgumentError("the file has both rope_freqs.weight and LongRoPE's rope_factors_* tensors");
+    }
+    int64_t original = c->max_context;
+    if (f.Has(p + "rope.scaling.original_context_length")) {
+        PP_ASSIGN_OR_RETURN(const uint64_t n, f.GetUint(p + "rope.scaling.original_context_length"));
+        original = static_cast<int64_t>(std::min<uint64_t>(n, kMaxContext));
+    }
+    const bool want_long = c->max_context > original;
+    if (want_long ? !has_long : !has_short) {
+        return absl::InvalidArgumentError(absl::StrCat("LongRoPE needs rope_factors_", want_long ? "long" : "short",
+                                                       ".weight for a context of ", c->max_context,
+                                                       " (original context ", original, ")"));
+    }
+    c->rope_freqs = true;
+    c->rope_freqs_tensor = want_long ? "rope_factors_long.weight" : "rope_factors_short.weight";
     return absl::OkStatus();
 }
 
@@ -198,7 +233,7 @@ absl::Status ReadFamilyTraits(const GgufFile& f, const std::string& p, const Arc
         PP_ASSIGN_OR_RETURN(c->attn_scale, OptionalFloat(f, p + "attention.scale", 0.0f));
         PP_ASSIGN_OR_RETURN(c->logit_scale, OptionalFloat(f, p + "logit_scale", 1.0f));
     }
-    if (f.Has(p + "attention.sliding_window")) {
+    if (f.Has(p + "attention.sliding_window") && !arch.ignores_sliding_window) {
         PP_ASSIGN_OR_RETURN(const uint64_t window, f.GetUint(p + "attention.sliding_window"));
         if (window > 0 && window < static_cast<uint64_t>(c->max_context)) {
             c->sliding_window = static_cast<int32_t>(window);
@@ -274,6 +309,9 @@ absl::StatusOr<ModelConfig> ConfigFromGguf(const GgufFile& f) {
     // same way: present means used).
     c.tied_output = f.FindTensor("output.weight") == nullptr;
     c.rope_freqs = f.FindTensor("rope_freqs.weight") != nullptr;
+    PP_RETURN_IF_ERROR(ReadLongRope(f, p, &c));
+    c.fused_qkv = f.FindTensor("blk.0.attn_qkv.weight") != nullptr;
+    c.fused_gate_up = f.FindTensor("blk.0.ffn_gate.weight") == nullptr && f.FindTensor("blk.0.ffn_up.weight") != nullptr;
     c.qkv_bias = f.FindTensor("blk.0.attn_q.bias") != nullptr;
     c.qk_norm = f.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
     PP_RETURN_IF_ERROR(ReadFamilyTraits(f, p, *arch, &c));

@@ -49,9 +49,13 @@ struct ModelConfig {
     bool    tied_output = false;   // output matrix is the token embedding
     RopeStyle rope_style = RopeStyle::kAdjacent;
     float   rope_scale  = 1.0f;    // linear RoPE scaling: positions divided by it
-    bool    rope_freqs  = false;   // per-frequency divisors (rope_freqs.weight, llama3 scaling)
+    bool    rope_freqs  = false;   // per-frequency divisors (rope_freqs_tensor: llama3 scaling, LongRoPE)
+    std::string rope_freqs_tensor = "rope_freqs.weight";   // or Phi-3's rope_factors_short/long.weight
+    float   rope_attn_factor = 1.0f;   // rotated dims of Q and K times it (ARCH.rope.scaling.attn_factor: LongRoPE)
     bool    qkv_bias    = false;   // attn_q/k/v.bias
     bool    qk_norm     = false;   // per-head RMSNorm of Q and K before RoPE (attn_q_norm / attn_k_norm)
+    bool    fused_qkv   = false;   // Q|K|V in one tensor, attn_qkv (Phi-3), instead of attn_q/k/v
+    bool    fused_gate_up = false; // gate|up in one tensor, ffn_up of 2 * hidden rows (Phi-3), no ffn_gate
 
     // What some families add; the defaults are llama's (nothing added).
     FfnActivation ffn_act = FfnActivation::kSilu;

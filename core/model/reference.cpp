@@ -41,7 +41,9 @@ void Rope(float* v, const ModelConfig& c, int n_heads, int pos, const float* fac
             double freq = std::pow(theta, -2.0 * i / c.rope_dim) / scale;
             if (factors != nullptr) freq /= factors[i];
             const double angle = pos * freq;
-            const float cs = static_cast<float>(std::cos(angle)), sn = static_cast<float>(std::sin(angle));
+            // LongRoPE's attention factor scales cos and sin (llama.cpp's attn_factor).
+            const float cs = static_cast<float>(std::cos(angle) * c.rope_attn_factor);
+            const float sn = static_cast<float>(std::sin(angle) * c.rope_attn_factor);
             float* head = v + h * c.head_dim;
             float* a = c.rope_style == RopeStyle::kNeox ? head + i : head + 2 * i;
             float* b = c.rope_style == RopeStyle::kNeox ? head + i + half : head + 2 * i + 1;

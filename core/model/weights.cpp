@@ -256,9 +256,18 @@ std::vector<MatrixTensors> ModelMatrices(const ModelConfig& c) {
         auto in_layer = [&](std::vector<std::string> names, bool Q::Layer::* flag, cpu::Matrix LayerWeights::* mat) {
             m.push_back({std::move(names), i, nullptr, nullptr, flag, mat});
         };
-        in_layer({blk("attn_q.weight"), blk("attn_k.weight"), blk("attn_v.weight")}, &Q::Layer::wqkv, &LayerWeights::wqkv);
+        if (c.fused_qkv) {
+            in_layer({blk("attn_qkv.weight")}, &Q::Layer::wqkv, &LayerWeights::wqkv);
+        } else {
+            in_layer({blk("attn_q.weight"), blk("attn_k.weight"), blk("attn_v.weight")}, &Q::Layer::wqkv,
+                     &LayerWeights::wqkv);
+        }
         in_layer({blk("attn_output.weight")}, &Q::Layer::wo, &LayerWeights::wo);
-        in_layer({blk("ffn_gate.weight"), blk("ffn_up.weight")}, &Q::Layer::w_gate_up, &LayerWeights::w_gate_up);
+        if (c.fused_gate_up) {
+            in_layer({blk("ffn_up.weight")}, &Q::Layer::w_gate_up, &LayerWeights::w_gate_up);
+        } else {
+            in_layer({blk("ffn_gate.weight"), blk("ffn_up.weight")}, &Q::Layer::w_gate_up, &LayerWeights::w_gate_up);
+        }
         in_layer({blk("ffn_down.weight")}, &Q::Layer::w_down, &LayerWeights::w_down);
     }
     return m;
@@ -364,18 +373,26 @@ absl::StatusOr<ModelWeights> LoadWeights(std::shared_ptr<const GgufFile> file, c
     };
     std::vector<Part> parts = {{"token_embd.weight", {d, v}, l.token_embd}, {"output_norm.weight", {d}, l.output_norm}};
     if (!c.tied_output) parts.push_back({"output.weight", {d, v}, l.output});
-    if (c.rope_freqs) parts.push_back({"rope_freqs.weight", {static_cast<uint64_t>(c.rope_dim / 2)}, l.rope_freqs});
+    if (c.rope_freqs) parts.push_back({c.rope_freqs_tensor, {static_cast<uint64_t>(c.rope_dim / 2)}, l.rope_freqs});
     for (int i = 0; i < c.n_layers; ++i) {
         const std::string p = absl::StrCat("blk.", i, ".");
         const Layout::Layer& y = l.layers[i];
         parts.push_back({p + "attn_norm.weight", {d}, y.attn_norm});
-        parts.push_back({p + "attn_q.weight", {d, q}, y.wqkv});
-        parts.push_back({p + "attn_k.weight", {d, kv}, y.wqkv + q * d});
-        parts.push_back({p + "attn_v.weight", {d, kv}, y.wqkv + (q + kv) * d});
+        if (c.fused_qkv) {
+            parts.push_back({p + "attn_qkv.weight", {d, q + 2 * kv}, y.wqkv});
+        } else {
+            parts.push_back({p + "attn_q.weight", {d, q}, y.wqkv});
+            parts.push_back({p + "attn_k.weight", {d, kv}, y.wqkv + q * d});
+            parts.push_back({p + "attn_v.weight", {d, kv}, y.wqkv + (q + kv) * d});
+        }
         parts.push_back({p + "attn_output.weight", {q, d}, y.wo});
         parts.push_back({p + "ffn_norm.weight", {d}, y.ffn_norm});
-        parts.push_back({p + "ffn_gate.weight", {d, h}, y.w_gate_up});
-        parts.push_back({p + "ffn_up.weight", {d, h}, y.w_gate_up + h * d});
+        if (c.fused_gate_up) {
+            parts.push_back({p + "ffn_up.weight", {d, 2 * h}, y.w_gate_up});   // gate rows, then up rows
+        } else {
+            parts.push_back({p + "ffn_gate.weight", {d, h}, y.w_gate_up});
+            parts.push_back({p + "ffn_up.weight", {d, h}, y.w_gate_up + h * d});
+        }
         parts.push_back({p + "ffn_down.weight", {h, d}, y.w_down});
         if (c.qkv_bias) {
             parts.push_back({p + "attn_q.bias", {q}, y.bqkv});
