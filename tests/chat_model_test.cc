@@ -21,12 +21,15 @@
 #include "core/engine/engine.h"
 #include "core/engine/generate.h"
 #include "core/forward/backend.h"
+#include "tests/llamacpp_compare.h"
 #include "tests/test_util.h"
 
 namespace prepack {
 namespace {
 
 using json = nlohmann::ordered_json;
+using testing::CommonPrefix;
+using testing::LlamaCppSpread;
 
 const char kReference[] = PREPACK_SOURCE_DIR "/tests/data/smollm2_reference.json";
 // The least log-prob tolerance, where llama.cpp's two settings happen to agree closely.
@@ -75,11 +78,6 @@ protected:
 Model* ChatModelTest::model_ = nullptr;
 json* ChatModelTest::reference_ = nullptr;
 
-size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-    size_t n = 0;
-    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-    return n;
-}
 
 TEST_F(ChatModelTest, PromptTextAndIdsEqualLlamaCpp) {
     const ChatTemplates templates = ChatTemplates::Load(model_->tokenizer());
@@ -100,14 +98,8 @@ TEST_F(ChatModelTest, FirstLogprobsWithinLlamaCppSpread) {
         for (float v : logits) sum += std::exp(double(v) - top);
         const double log_z = top + std::log(sum);
         const json& on = c["first_top_flash_attn_on"];
-        const json& off = c["first_top_flash_attn_off"];
-        // llama.cpp's own spread over the ids both settings rank in their top 20.
-        double spread = 0.0, worst = 0.0;
-        for (const json& a : on) {
-            for (const json& b : off) {
-                if (a[0] == b[0]) spread = std::max(spread, std::abs(a[1].get<double>() - b[1].get<double>()));
-            }
-        }
+        const double spread = LlamaCppSpread(c);
+        double worst = 0.0;
         for (const json& a : on) {
             const double ours = logits[a[0].get<int>()] - log_z;
             worst = std::max(worst, std::abs(ours - a[1].get<double>()));
@@ -124,18 +116,6 @@ TEST_F(ChatModelTest, FirstLogprobsWithinLlamaCppSpread) {
     }
 }
 
-// The first-position spread between llama.cpp's flash attention on and off
-// over the ids both rank in their top 20: how far two runs of one engine on
-// one model move a log-prob.
-double LlamaCppSpread(const json& c) {
-    double spread = 0.0;
-    for (const json& a : c["first_top_flash_attn_on"]) {
-        for (const json& b : c["first_top_flash_attn_off"]) {
-            if (a[0] == b[0]) spread = std::max(spread, std::abs(a[1].get<double>() - b[1].get<double>()));
-        }
-    }
-    return spread;
-}
 
 TEST_F(ChatModelTest, GreedyPartsFromLlamaCppOnlyAtNearTies) {
     size_t ours_total = 0, theirs_total = 0;

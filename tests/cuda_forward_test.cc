@@ -1,8 +1,9 @@
 // The CUDA forward pass and engine against the CPU ones (the reference
 // backend): the same StepPlans (packed prompts, padding rows, rows in no
-// span, decode steps, GQA shapes, KV block sizes) give the same logits, and
-// the engine on the GPU generates the CPU's tokens, shared prefixes and
-// copy-on-write included. Skips cleanly where no GPU is usable; the one test
+// span, decode steps, GQA shapes, KV block sizes, the families past
+// llama/qwen: Gemma 2/3's windows and soft-caps, Granite's multipliers,
+// Phi's LongRoPE) give the same logits, and the engine on the GPU generates
+// the CPU's tokens, shared prefixes and copy-on-write included. Skips cleanly where no GPU is usable; the one test
 // that runs everywhere checks what a GPU-less machine gets instead.
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/device_buffer.h"
 #include "tests/solo_oracle.h"
+#include "tests/family_configs.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -217,18 +219,107 @@ TEST(CudaForward, Bf16WeightsAndActivationsAgreeWithTheCpuF32) {
     EXPECT_GE(agree, rows * 9 / 10) << agree << " of " << rows;
 }
 
+// One prompt in chunks of 20 (each chunk's queries see the previous
+// chunks' keys, most of them outside the window), then decode steps.
+std::vector<std::vector<SpanSpec>> ChunkedSteps(int vocab) {
+    std::vector<std::vector<SpanSpec>> steps;
+    for (int c = 0; c < 4; ++c) steps.push_back({{0, Ids(20, 60 + c, vocab), 0, LogitsWanted::kAll}});
+    for (int d = 0; d < 3; ++d) steps.push_back({{0, Ids(1, 70 + d, vocab)}});
+    return steps;
+}
+
+// Packed prefill across the windows (prompts of 5, 37 and 70 tokens, rows
+// in no span, a padded span), decode steps, a chunk beside decodes, and a
+// prompt in chunks: the GPU's logits are the CPU's, for each family.
+TEST(CudaForward, NewFamiliesMatchTheCpu) {
+    REQUIRE_GPU();
+    int block = 16;
+    for (const testing::NamedConfig& f : testing::FamilyConfigs()) {
+        SCOPED_TRACE(f.name);
+        block = block == 16 ? 7 : 16;   // blocks that do and do not divide the windows, in turn (the emulator is slow)
+        SCOPED_TRACE(block);
+        auto m = Model::FromConfig(f.config, 17);
+        ASSERT_TRUE(m.ok()) << m.status();
+        Pair p = MakePair(std::move(*m), block);
+        ASSERT_TRUE(p.gpu.runner);
+        const auto mixed = MixedSteps(300);
+        const std::vector<float> want = RunSteps(*p.cpu.runner, 3, mixed, 1);
+        ASSERT_FALSE(want.empty());
+        EXPECT_LT(RelMaxDiff(want, RunSteps(*p.gpu.runner, 3, mixed, 1)), 1e-4) << "packed";
+        const auto chunked = ChunkedSteps(300);
+        EXPECT_LT(RelMaxDiff(RunSteps(*p.cpu.runner, 1, chunked), RunSteps(*p.gpu.runner, 1, chunked)), 1e-4)
+            << "chunked";
+    }
+}
+
+// Decode rows sharing an 80-token prefix (five whole blocks, ten times the
+// windows): the GPU runs global layers through cascade attention and
+// windowed layers per row, and its logits are the CPU's.
+std::vector<float> SharedPrefixDecodes(StepRunner& runner) {
+    const int vocab = runner.model().config().vocab_size;
+    KvBlockPool& pool = runner.pool();
+    std::vector<float> all;
+    auto run = [&](const StepPlan& plan) {
+        StepOutput out;
+        const absl::Status s = runner.Run(plan, &out);
+        EXPECT_TRUE(s.ok()) << s;
+        if (s.ok()) all.insert(all.end(), out.logits.data(), out.logits.data() + int64_t{out.rows} * vocab);
+        return s.ok();
+    };
+    constexpr int kPrefix = 80, kMembers = 4;
+    BlockTable prefix;
+    const std::vector<int32_t> prefix_ids = Ids(kPrefix, 40, vocab);
+    EXPECT_TRUE(prefix.Reserve(pool, kPrefix).ok());
+    StepPlan first;
+    first.Add(&prefix, prefix_ids.data(), kPrefix, 0);
+    if (!run(first)) return all;
+    std::vector<BlockTable> members(kMembers);
+    std::vector<std::vector<int32_t>> own(kMembers);
+    StepPlan suffixes;
+    for (int i = 0; i < kMembers; ++i) {
+        members[i].Share(pool, prefix.blocks(), kPrefix);
+        own[i] = Ids(2 + 3 * i, 50 + i, vocab);
+        const int32_t n = static_cast<int32_t>(own[i].size());
+        EXPECT_TRUE(members[i].Reserve(pool, kPrefix + n).ok());
+        suffixes.Add(&members[i], own[i].data(), n, kPrefix);
+    }
+    if (!run(suffixes)) return all;
+    for (int step = 0; step < 3; ++step) {
+        StepPlan decode;
+        std::vector<std::vector<int32_t>> next(kMembers);
+        for (int i = 0; i < kMembers; ++i) {
+            next[i] = Ids(1, 90 + 4 * step + i, vocab);
+            EXPECT_TRUE(members[i].Reserve(pool, members[i].num_tokens() + 1).ok());
+            decode.Add(&members[i], next[i].data(), 1, members[i].num_tokens());
+        }
+        if (!run(decode)) return all;
+    }
+    return all;
+}
+
+TEST(CudaForward, NewFamiliesCascadeOverAPrefixLongerThanTheWindow) {
+    REQUIRE_GPU();
+    for (const testing::NamedConfig& f : testing::FamilyConfigs()) {
+        SCOPED_TRACE(f.name);
+        auto m = Model::FromConfig(f.config, 19);
+        ASSERT_TRUE(m.ok()) << m.status();
+        Pair p = MakePair(std::move(*m), 16);
+        ASSERT_TRUE(p.gpu.runner);
+        const std::vector<float> want = SharedPrefixDecodes(*p.cpu.runner);
+        ASSERT_FALSE(want.empty());
+        EXPECT_LT(RelMaxDiff(want, SharedPrefixDecodes(*p.gpu.runner)), 1e-4);
+        EXPECT_GT(p.gpu.runner->cascade_queries(), 0u) << "the members' decode steps formed a cascade group";
+    }
+}
+
 // LazyLLM on the GPU makes the CPU's decisions: a pruned prefill and decode
 // steps (which revive tokens from the aux cache) give the same logits and
 // leave every token at the same depth, the aux cache holding the same tokens.
-TEST(CudaForward, LazyPruningMatchesTheCpu) {
-    REQUIRE_GPU();
-    PREPACK_REQUIRE_STORIES();
-    auto m = Model::Load(testing::StoriesDir() + "/stories260K.gguf");
-    ASSERT_TRUE(m.ok()) << m.status();
-    const ModelConfig& c = (*m)->config();
-    auto schedule = ParseLazySchedule("0:0.5,2:0.3,3:0.15", c.n_layers);
-    ASSERT_TRUE(schedule.ok());
-    Pair p = MakePair(std::move(*m), 16);
+void ExpectLazyPruningMatchesTheCpu(std::unique_ptr<Model> m, const std::string& schedule_text, int n_prompt) {
+    const ModelConfig& c = m->config();
+    auto schedule = ParseLazySchedule(schedule_text, c.n_layers);
+    ASSERT_TRUE(schedule.ok()) << schedule.status();
+    Pair p = MakePair(std::move(m), 16);
     ASSERT_TRUE(p.gpu.runner);
     struct Side {
         StepRunner* runner;
@@ -237,7 +328,7 @@ TEST(CudaForward, LazyPruningMatchesTheCpu) {
     };
     Side sides[2] = {{p.cpu.runner.get(), {}, nullptr}, {p.gpu.runner.get(), {}, nullptr}};
     for (Side& s : sides) s.lazy = std::make_unique<LazyState>(s.runner->pool(), c.n_layers, c.dim, *schedule, 0);
-    std::vector<int32_t> tokens = Ids(300, 4, c.vocab_size);
+    std::vector<int32_t> tokens = Ids(n_prompt, 4, c.vocab_size);
     int32_t done = 0;
     for (int step = 0; step < 6; ++step) {
         SCOPED_TRACE(step);
@@ -266,6 +357,28 @@ TEST(CudaForward, LazyPruningMatchesTheCpu) {
         tokens.push_back(static_cast<int32_t>(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin()));
     }
     EXPECT_GT(sides[0].lazy->aux().size(), 0) << "the schedule pruned something";
+}
+
+TEST(CudaForward, LazyPruningMatchesTheCpu) {
+    REQUIRE_GPU();
+    PREPACK_REQUIRE_STORIES();
+    auto m = Model::Load(testing::StoriesDir() + "/stories260K.gguf");
+    ASSERT_TRUE(m.ok()) << m.status();
+    ExpectLazyPruningMatchesTheCpu(std::move(*m), "0:0.5,2:0.3,3:0.15", 300);
+}
+
+// The same on the windowed, soft-capped families: LazyLLM's scores are
+// formed as their attention is (scale, soft-cap, the window's keys only).
+TEST(CudaForward, LazyPruningOnWindowedFamiliesMatchesTheCpu) {
+    REQUIRE_GPU();
+    for (const testing::NamedConfig& f : testing::FamilyConfigs()) {
+        if (f.config.sliding_window == 0) continue;
+        SCOPED_TRACE(f.name);
+        auto m = Model::FromConfig(f.config, 23);
+        ASSERT_TRUE(m.ok()) << m.status();
+        // A pruning layer must have layers after it.
+        ExpectLazyPruningMatchesTheCpu(std::move(*m), f.config.n_layers >= 3 ? "0:0.5,1:0.3" : "0:0.4", 120);
+    }
 }
 
 TEST(CudaBackend, WithoutAGpuTheDeviceIsUnavailableNotACrash) {

@@ -20,6 +20,7 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/lazy.h"
 
 namespace prepack::cuda {
 namespace {
@@ -168,6 +169,65 @@ TEST_P(CudaKernels, SwiGluMatchesCpuIncludingHugeGates) {
     EXPECT_LT(MaxRelDiff(Download(dout, want.size(), act()), want), tol());
 }
 
+TEST_P(CudaKernels, GeGluMatchesCpuIncludingHugeGates) {
+    const int rows = 5, hidden = 700;
+    std::vector<float> gu = Input(size_t(rows) * 2 * hidden, 14, -6.0f, 6.0f);
+    gu[0] = 120.0f;    // tanh saturates: gelu(x) = x
+    gu[1] = -120.0f;   // and gelu(x) = 0
+    std::vector<float> want(size_t(rows) * hidden);
+    cpu::GeGlu(gu.data(), want.data(), rows, hidden);
+    DeviceBuffer dgu = Upload(gu, act()), dout = Upload(want, act());
+    GeGlu(dgu.data(), dout.data(), rows, hidden, act());
+    EXPECT_LT(MaxRelDiff(Download(dout, want.size(), act()), want), tol());
+}
+
+// The flat kernels around the blocks of Gemma and Granite: embedding and
+// logit scales, the logit soft-cap, a post-normed branch added to the
+// residual times its scale (against the CPU's Scale then AddTo). Sizes on
+// both sides of the grid-stride loop's reach.
+TEST_P(CudaKernels, ScaleSoftCapAndAddScaledMatchCpu) {
+    for (int64_t n : {int64_t{1}, int64_t{1000}, int64_t{300000}}) {
+        const std::vector<float> x = Input(n, 40, -20.0f, 20.0f), y = Input(n, 41, -3.0f, 3.0f);
+        std::vector<float> scaled = x, capped = x, added = x, branch = y;
+        cpu::Scale(scaled.data(), n, 0.37f);
+        cpu::SoftCap(capped.data(), n, 5.0f);
+        cpu::Scale(branch.data(), n, 0.22f);
+        cpu::AddTo(added.data(), branch.data(), n);
+        DeviceBuffer ds = Upload(x, act()), dc = Upload(x, act()), da = Upload(x, act()), dy = Upload(y, act());
+        Scale(ds.data(), act(), n, 0.37f);
+        SoftCap(dc.data(), act(), n, 5.0f);
+        AddScaled(da.data(), dy.data(), act(), n, 0.22f);
+        EXPECT_LT(MaxRelDiff(Download(ds, n, act()), scaled), tol()) << n;
+        EXPECT_LT(MaxRelDiff(Download(dc, n, act()), capped), tol()) << n;
+        EXPECT_LT(MaxRelDiff(Download(da, n, act()), added), tol()) << n;
+        // The soft-cap bounds every value by the cap, which it nears for large inputs.
+        const std::vector<float> got = Download(dc, n, act());
+        EXPECT_LE(*std::max_element(got.begin(), got.end()), 5.0f);
+    }
+}
+
+// LongRoPE's attention factor: the rotated dims (and only those) of each
+// head end up times the factor, as the CPU's rotation followed by a scale.
+TEST_P(CudaKernels, RopeScalesTheRotatedDimsOnly) {
+    const int rows = 4, n_heads = 3, head_dim = 32, rope_dim = 12, stride = n_heads * head_dim;
+    const float factor = 1.19f;
+    for (bool neox : {false, true}) {
+        std::vector<float> x = Input(size_t(rows) * stride, 15), inv_freq(rope_dim / 2);
+        for (int i = 0; i < rope_dim / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rope_dim);
+        const std::vector<int32_t> pos = {0, 3, 77, 400};
+        DeviceBuffer dx = Upload(x, act()), dpos = UploadRaw(pos), dfreq = UploadRaw(inv_freq);
+        cpu::Rope(x.data(), rows, stride, 0, n_heads, head_dim, rope_dim, pos.data(), inv_freq.data(), neox);
+        for (int r = 0; r < rows; ++r) {
+            for (int h = 0; h < n_heads; ++h) {
+                for (int i = 0; i < rope_dim; ++i) x[size_t(r) * stride + h * head_dim + i] *= factor;
+            }
+        }
+        Rope(dx.data(), act(), rows, stride, 0, n_heads, head_dim, rope_dim, dpos.as<int32_t>(), dfreq.as<float>(),
+             neox, factor);
+        EXPECT_LT(MaxRelDiff(Download(dx, x.size(), act()), x), act() == DType::kBf16 ? 1e-2 : 1e-4) << neox;
+    }
+}
+
 TEST_P(CudaKernels, LinearMatchesCpu) {
     auto blas = Blas::Create();
     ASSERT_TRUE(blas.ok()) << blas.status();
@@ -275,6 +335,207 @@ TEST_P(CudaKernels, PagedAndTiledAttentionMatchCpu) {
                     << "split-K: head_dim " << head_dim << " block " << block << " kv " << DTypeName(kv_dtype);
             }
         }
+    }
+}
+
+// Gemma 2/3's attention: a score scale of its own, a soft-cap low enough to
+// bite, sliding windows narrower and wider than a key tile (and than the
+// spans' histories), against cpu::PagedAttention with the same shape: every
+// row per-row (decode), spans through the tiled kernel (prefill), and
+// split-K. A cascade is refused under a window (its members' windows
+// differ), for both kernels that could be asked.
+TEST_P(CudaKernels, WindowedSoftCappedAttentionMatchesCpu) {
+    std::mt19937 rng(12);
+    const int head_dim = 32, kv_heads = 2, heads = 4, kv_dim = kv_heads * head_dim, width = heads * head_dim;
+    const std::vector<int> n_q = {1, 37, 5, 70, 1}, before = {200, 0, 61, 10, 3};
+    // (block size, window, soft-cap): windows narrower and wider than a key
+    // tile, one key only; blocks that do and do not divide them.
+    const std::vector<std::tuple<int, int, float>> cases = {{16, 8, 1.5f}, {5, 45, 1.5f}, {5, 1, 0.0f}, {16, 45, 0.0f}};
+    for (const auto& [block, window, softcap] : cases) {
+        int total = 0, blocks_needed = 0;
+        for (size_t s = 0; s < n_q.size(); ++s) {
+            total += n_q[s];
+            blocks_needed += (n_q[s] + before[s] + block - 1) / block;
+        }
+        std::vector<int32_t> ids(blocks_needed);
+        for (int i = 0; i < blocks_needed; ++i) ids[i] = i;
+        std::shuffle(ids.begin(), ids.end(), rng);
+        const std::vector<float> k = Random(size_t(blocks_needed) * block * kv_dim, 50),
+                                 v = Random(k.size(), 51), q = Input(size_t(total) * width, 52, -2.0f, 2.0f);
+        std::vector<cpu::AttentionSpan> spans;
+        std::vector<int32_t> horizon, table_begin, tables, singles;
+        std::vector<QueryTile> tiles;
+        for (size_t s = 0, row = 0, next = 0; s < n_q.size(); row += n_q[s], ++s) {
+            const int nb = (n_q[s] + before[s] + block - 1) / block;
+            const int32_t begin = static_cast<int32_t>(tables.size());
+            tables.insert(tables.end(), ids.begin() + next, ids.begin() + next + nb);
+            next += nb;
+            for (int i = 0; i < n_q[s]; ++i) {
+                horizon.push_back(before[s] + i);
+                table_begin.push_back(begin);
+                if (n_q[s] == 1) singles.push_back(static_cast<int32_t>(row));
+            }
+            for (int i = 0; n_q[s] >= 2 && i < n_q[s]; i += kQueryTileRows) {
+                tiles.push_back({static_cast<int32_t>(row) + i, std::min(kQueryTileRows, n_q[s] - i),
+                                 before[s] + i, begin});
+            }
+            spans.push_back({int64_t(row), n_q[s], before[s], tables.data() + begin});
+        }
+        for (size_t s = 0, at = 0; s < spans.size(); ++s) {   // tables no longer moves
+            spans[s].blocks = tables.data() + at;
+            at += (n_q[s] + before[s] + block - 1) / block;
+        }
+        cpu::AttentionShape shape{heads, kv_heads, head_dim, width, width};
+        shape.scale = 0.3f;
+        shape.softcap = softcap;
+        shape.window = window;
+        std::vector<float> want(q.size());
+        cpu::PagedAttention(q.data(), want.data(), shape, spans.data(), int32_t(spans.size()),
+                            cpu::PagedKv{k.data(), v.data(), block, kv_dim});
+        // The window must matter: the same attention without it differs.
+        cpu::AttentionShape unwindowed = shape;
+        unwindowed.window = 0;
+        std::vector<float> full(q.size());
+        cpu::PagedAttention(q.data(), full.data(), unwindowed, spans.data(), int32_t(spans.size()),
+                            cpu::PagedKv{k.data(), v.data(), block, kv_dim});
+        ASSERT_GT(MaxRelDiff(full, want), 1e-2) << "window " << window;
+
+        const std::string what = ::testing::PrintToString(block) + " window " +
+                                 ::testing::PrintToString(window) + " softcap " +
+                                 ::testing::PrintToString(softcap);
+        DeviceBuffer dq = Upload(q, act()), dk = Upload(k, DType::kF32), dv = Upload(v, DType::kF32),
+                     dh = UploadRaw(horizon), db = UploadRaw(table_begin), dt = UploadRaw(tables),
+                     ds = UploadRaw(singles), dtiles = UploadRaw(tiles);
+        const cpu::PagedKv kv{dk.data(), dv.data(), block, kv_dim, DType::kF32};
+        const DeviceRows rows{total, dh.as<int32_t>(), db.as<int32_t>(), dt.as<int32_t>()};
+        const double tol = act() == DType::kBf16 ? 1e-2 : 1e-5;
+
+        DeviceBuffer per_row = Upload(std::vector<float>(q.size(), 7.0f), act());
+        ASSERT_TRUE(PagedAttention(dq.data(), per_row.data(), act(), shape, rows, kv));
+        EXPECT_LT(MaxRelDiff(Download(per_row, q.size(), act()), want), tol) << "per-row: block " << what;
+
+        DeviceBuffer tiled = Upload(std::vector<float>(q.size(), 7.0f), act());
+        const DeviceRows single_rows{int64_t(singles.size()), dh.as<int32_t>(), db.as<int32_t>(),
+                                     dt.as<int32_t>(), ds.as<int32_t>()};
+        ASSERT_TRUE(PagedAttention(dq.data(), tiled.data(), act(), shape, single_rows, kv));
+        ASSERT_TRUE(TiledAttention(dq.data(), tiled.data(), act(), shape, dtiles.as<QueryTile>(),
+                                   int32_t(tiles.size()), dt.as<int32_t>(), kv));
+        EXPECT_LT(MaxRelDiff(Download(tiled, q.size(), act()), want), tol) << "tiled: block " << what;
+
+        // Split-K in ranges of 32 keys: a window leaves most of a row's ranges empty.
+        DeviceBuffer splits = Upload(std::vector<float>(q.size(), 7.0f), act()),
+                     so = Upload(std::vector<float>(size_t(total) * heads * 7 * head_dim, 0.0f), DType::kF32),
+                     slse = Upload(std::vector<float>(size_t(total) * heads * 7, 0.0f), DType::kF32);
+        DeviceRows split_rows = rows;
+        split_rows.n_splits = 7;
+        split_rows.split_keys = 32;
+        split_rows.split_o = so.as<float>();
+        split_rows.split_lse = slse.as<float>();
+        ASSERT_TRUE(PagedAttention(dq.data(), splits.data(), act(), shape, split_rows, kv));
+        EXPECT_LT(MaxRelDiff(Download(splits, q.size(), act()), want), tol) << "split-K: block " << what;
+
+        DeviceRows cascade_rows = rows;
+        cascade_rows.key_begin = dh.as<int32_t>();
+        EXPECT_FALSE(PagedAttention(dq.data(), splits.data(), act(), shape, cascade_rows, kv));
+        EXPECT_FALSE(CascadePrefix(dq.data(), act(), shape, dtiles.as<QueryTile>(), 0, ds.as<int32_t>(),
+                                   dt.as<int32_t>(), kv, so.as<float>(), slse.as<float>()));
+    }
+}
+
+// A soft-capped, rescaled cascade (no window) still equals plain attention:
+// the cap acts on each score, so the prefix/suffix log-sum-exp merge holds.
+TEST_P(CudaKernels, SoftCappedCascadeEqualsPlainAttention) {
+    const int head_dim = 32, block = 8, kv_heads = 1, heads = 4, kv_dim = kv_heads * head_dim, width = heads * head_dim;
+    const int prefix_blocks = 3, members = 5;
+    std::vector<int32_t> horizon, table_begin, tables, key_begin, member_rows;
+    std::vector<cpu::AttentionSpan> spans;
+    int next_block = prefix_blocks;
+    for (int s = 0; s < members; ++s) {
+        const int total = prefix_blocks * block + 1 + 3 * s;
+        table_begin.push_back(static_cast<int32_t>(tables.size()));
+        for (int b = 0; b < (total + block - 1) / block; ++b) tables.push_back(b < prefix_blocks ? b : next_block++);
+        horizon.push_back(total - 1);
+        key_begin.push_back(prefix_blocks * block);
+        member_rows.push_back(s);
+        spans.push_back({s, 1, total - 1, nullptr});
+    }
+    for (int s = 0; s < members; ++s) spans[s].blocks = tables.data() + table_begin[s];
+    const std::vector<float> k = Random(size_t(next_block) * block * kv_dim, 60), v = Random(k.size(), 61),
+                             q = Input(size_t(members) * width, 62, -3.0f, 3.0f);
+    cpu::AttentionShape shape{heads, kv_heads, head_dim, width, width};
+    shape.scale = 0.5f;
+    shape.softcap = 1.0f;
+    std::vector<float> want(q.size());
+    cpu::PagedAttention(q.data(), want.data(), shape, spans.data(), members,
+                        cpu::PagedKv{k.data(), v.data(), block, kv_dim});
+    const std::vector<QueryTile> tiles = {{0, members, prefix_blocks * block, table_begin[0]}};
+    DeviceBuffer dq = Upload(q, act()), dout = Upload(std::vector<float>(q.size(), 7.0f), act()),
+                 dk = Upload(k, DType::kF32), dv = Upload(v, DType::kF32), dh = UploadRaw(horizon),
+                 db = UploadRaw(table_begin), dt = UploadRaw(tables), dkb = UploadRaw(key_begin),
+                 dm = UploadRaw(member_rows), dtiles = UploadRaw(tiles),
+                 po = Upload(std::vector<float>(q.size(), 0.0f), DType::kF32),
+                 plse = Upload(std::vector<float>(size_t(members) * heads, 0.0f), DType::kF32);
+    const cpu::PagedKv kv{dk.data(), dv.data(), block, kv_dim, DType::kF32};
+    ASSERT_TRUE(CascadePrefix(dq.data(), act(), shape, dtiles.as<QueryTile>(), 1, dm.as<int32_t>(), dt.as<int32_t>(),
+                              kv, po.as<float>(), plse.as<float>()));
+    DeviceRows rows{members, dh.as<int32_t>(), db.as<int32_t>(), dt.as<int32_t>()};
+    rows.key_begin = dkb.as<int32_t>();
+    rows.partial_o = po.as<float>();
+    rows.partial_lse = plse.as<float>();
+    ASSERT_TRUE(PagedAttention(dq.data(), dout.data(), act(), shape, rows, kv));
+    EXPECT_LT(MaxRelDiff(Download(dout, q.size(), act()), want), act() == DType::kBf16 ? 1e-2 : 1e-5);
+}
+
+// LazyLLM's scores under a sliding window and a soft-cap: the GPU's
+// LastQueryScores against the CPU's, for a sequence holding every key and
+// one whose layer lacks some (key depths), a window of 3 query rows, the
+// heads' mean and their maximum.
+TEST_P(CudaKernels, LazyScoresUnderAWindowAndSoftCapMatchCpu) {
+    const int head_dim = 16, kv_heads = 2, heads = 4, kv_dim = kv_heads * head_dim, width = heads * head_dim;
+    const int block = 8, layer = 2;
+    // Two sequences: 40 keys (its last 4 tokens are rows 0..3) and 75 keys (rows 4..8).
+    const int keys[2] = {40, 75}, n_rows[2] = {4, 5};
+    std::vector<int32_t> tables;
+    int32_t table_at[2];
+    for (int s = 0, next = 0; s < 2; ++s) {
+        table_at[s] = static_cast<int32_t>(tables.size());
+        for (int b = 0; b < (keys[s] + block - 1) / block; ++b) tables.push_back(next++);
+    }
+    std::vector<int16_t> depth(keys[1]);
+    for (int j = 0; j < keys[1]; ++j) depth[j] = static_cast<int16_t>(j % 3 == 1 && j < keys[1] - n_rows[1] ? 1 : 4);
+    const std::vector<float> k = Random(tables.size() * block * kv_dim, 70),
+                             q = Input(size_t(n_rows[0] + n_rows[1]) * width, 71, -2.0f, 2.0f);
+    cpu::AttentionShape shape{heads, kv_heads, head_dim, width, width};
+    shape.scale = 0.4f;
+    shape.softcap = 1.2f;
+    shape.window = 11;
+    const cpu::PagedKv cpu_kv{k.data(), k.data(), block, kv_dim};
+    for (bool head_max : {false, true}) {
+        std::vector<float> want(size_t(keys[0] + keys[1]));
+        for (int s = 0; s < 2; ++s) {
+            cpu::AttentionSpan span{s == 0 ? 0 : n_rows[0], n_rows[s], keys[s] - n_rows[s],
+                                    tables.data() + table_at[s]};
+            if (s == 1) {
+                span.key_depth = depth.data();
+                span.layer = layer;
+            }
+            cpu::LastQueryScores(q.data(), shape, span, cpu_kv, {3, head_max}, want.data() + (s == 0 ? 0 : keys[0]));
+        }
+        const std::vector<ScoreJob> jobs = {
+            {n_rows[0] - 1, keys[0] - 1, table_at[0], -1, 0, 3, head_max ? 1 : 0},
+            {n_rows[0] + n_rows[1] - 1, keys[1] - 1, table_at[1], 0, keys[0], 3, head_max ? 1 : 0}};
+        DeviceBuffer dq = Upload(q, act()), dk = Upload(k, DType::kF32), dt = UploadRaw(tables),
+                     dd = UploadRaw(depth), dj = UploadRaw(jobs),
+                     scores = Upload(std::vector<float>(want.size(), 7.0f), DType::kF32),
+                     scratch = Upload(std::vector<float>(2 * want.size(), 0.0f), DType::kF32);
+        LastQueryScores(dq.data(), act(), shape, dj.as<ScoreJob>(), 2, dt.as<int32_t>(), dd.as<int16_t>(), layer,
+                        cpu::PagedKv{dk.data(), dk.data(), block, kv_dim, DType::kF32}, scores.as<float>(),
+                        scratch.as<float>(), static_cast<int64_t>(want.size()));
+        const std::vector<float> got = Download(scores, want.size(), DType::kF32);
+        EXPECT_LT(MaxRelDiff(got, want), act() == DType::kBf16 ? 1e-2 : 1e-5) << head_max;
+        // Keys before every query's window score nothing.
+        EXPECT_EQ(got[0], 0.0f);
+        EXPECT_EQ(got[keys[0] + 10], 0.0f);
     }
 }
 

@@ -30,6 +30,7 @@
 #include "core/engine/generate.h"
 #include "core/forward/cpu_pass.h"
 #include "core/model/reference.h"
+#include "tests/llamacpp_compare.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -296,21 +297,6 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyRealshapeTest,
 
 // ---- through the engine, on the sliding-window files -------------------------
 
-struct Answer {
-    std::vector<int32_t> tokens;
-    std::vector<float>   logprobs;
-};
-
-Answer Collect(Stream& stream) {
-    Answer a;
-    Event e;
-    while (stream.Next(&e, -1) && e.kind == Event::Kind::kToken) {
-        a.tokens.push_back(e.token);
-        a.logprobs.push_back(e.logprob);
-    }
-    EXPECT_TRUE(e.status.ok()) << e.status;
-    return a;
-}
 
 Request GreedyRequest(const std::vector<int32_t>& prompt_tokens, int32_t max_tokens) {
     Request r;
@@ -357,7 +343,7 @@ EngineStats RunTogetherAndCompareAlone(const std::string& path, const std::vecto
                      "-token prompt " + std::to_string(i));
         EXPECT_TRUE(streams[i].ok()) << streams[i].status();
         if (!streams[i].ok()) continue;
-        const Answer got = Collect(*streams[i].value());
+        const testing::StreamAnswer got = testing::CollectStream(*streams[i].value());
         EXPECT_EQ(got.tokens, alone[i].tokens) << "greedy ids together vs alone";
         // The alone run's log p of its own first token, from its first logits.
         if (!got.logprobs.empty() && !alone[i].tokens.empty()) {

@@ -9,6 +9,7 @@
 #include "core/forward/cpu_pass.h"
 #include "core/model/reference.h"
 #include "core/request/sampler.h"
+#include "tests/family_configs.h"
 #include "tests/test_util.h"
 
 namespace prepack {
@@ -32,7 +33,7 @@ ModelConfig With(ModelConfig c, void (*edit)(ModelConfig&)) {
 }
 
 std::vector<Shape> Shapes() {
-    return {
+    std::vector<Shape> shapes = {
         {"mha", SmallConfig(64, 4, 4, 2, 96, 300)},
         {"gqa2", SmallConfig(64, 8, 4, 3, 128, 320)},
         {"gqa4", SmallConfig(128, 8, 2, 2, 160, 400)},
@@ -57,51 +58,10 @@ std::vector<Shape> Shapes() {
              c.tied_output = true;
              c.norm_eps = 1e-6f;
          })},
-        // Gemma 3: GeGLU, post-norms, embedding scale, Q/K norms, and a
-        // sliding window of 8 keys on layers 0 and 2 (the prompts, chunks and
-        // batches below run well past it) with a RoPE base of their own.
-        {"gemma3_like", With(SmallConfig(64, 4, 1, 3, 96, 300), [](ModelConfig& c) {
-             c.head_dim = 32;
-             c.rope_dim = 32;
-             c.qk_norm = true;
-             c.rope_style = RopeStyle::kNeox;
-             c.tied_output = true;
-             c.ffn_act = FfnActivation::kGeluTanh;
-             c.post_norms = true;
-             c.embed_scale = 8.0f;
-             c.rope_theta = 1e6f;
-             c.rope_theta_swa = 10000.0f;
-             c.sliding_window = 8;
-             c.swa_layers = {1, 0, 1};
-         })},
-        // Gemma 2: attention and logit soft-caps low enough to bite, its own
-        // query scale, every other layer windowed (5 keys).
-        {"gemma2_like", With(SmallConfig(64, 4, 2, 2, 96, 300), [](ModelConfig& c) {
-             c.rope_style = RopeStyle::kNeox;
-             c.ffn_act = FfnActivation::kGeluTanh;
-             c.post_norms = true;
-             c.embed_scale = 8.0f;
-             c.attn_scale = 0.2f;
-             c.attn_softcap = 1.5f;
-             c.final_softcap = 2.0f;
-             c.sliding_window = 5;
-             c.swa_layers = {1, 0};
-         })},
-        // Phi-4-mini: LongRoPE (per-frequency divisors and an attention
-        // factor on the rotated dims) with partial rotary dims.
-        {"phi4_like", With(SmallConfig(64, 4, 2, 2, 96, 300, 12), [](ModelConfig& c) {
-             c.rope_style = RopeStyle::kNeox;
-             c.rope_freqs = true;
-             c.rope_attn_factor = 1.19f;
-         })},
-        // Granite: embedding, residual, attention and logit multipliers.
-        {"granite_like", With(SmallConfig(64, 4, 2, 2, 96, 300), [](ModelConfig& c) {
-             c.embed_scale = 12.0f;
-             c.residual_scale = 0.22f;
-             c.attn_scale = 0.0078125f;
-             c.logit_scale = 8.0f;
-         })},
     };
+    // Gemma 2/3, Phi-4-mini, Granite (tests/family_configs.h).
+    for (const testing::NamedConfig& f : testing::FamilyConfigs()) shapes.push_back({f.name, f.config});
+    return shapes;
 }
 
 std::vector<int32_t> RandomTokens(int n, int vocab, uint64_t seed) {

@@ -21,12 +21,15 @@
 #include "core/engine/engine.h"
 #include "core/engine/generate.h"
 #include "core/forward/backend.h"
+#include "tests/llamacpp_compare.h"
 #include "tests/test_util.h"
 
 namespace prepack {
 namespace {
 
 using json = nlohmann::ordered_json;
+using testing::CommonPrefix;
+using testing::LlamaCppSpread;
 
 const char kReference[] = PREPACK_SOURCE_DIR "/tests/data/gemma3_270m_reference.json";
 // The least log-prob tolerance, where llama.cpp's two settings happen to agree closely.
@@ -83,23 +86,7 @@ protected:
 Model* GemmaModelTest::model_ = nullptr;
 json* GemmaModelTest::reference_ = nullptr;
 
-size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-    size_t n = 0;
-    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-    return n;
-}
 
-// llama.cpp's first-position spread (flash attention on vs off) over the
-// ids both rank in their top 20.
-double LlamaCppSpread(const json& c) {
-    double spread = 0.0;
-    for (const json& a : c["first_top_flash_attn_on"]) {
-        for (const json& b : c["first_top_flash_attn_off"]) {
-            if (a[0] == b[0]) spread = std::max(spread, std::abs(a[1].get<double>() - b[1].get<double>()));
-        }
-    }
-    return spread;
-}
 
 TEST_F(GemmaModelTest, LoadsAsGemma3WithItsSlidingWindow) {
     const ModelConfig& c = model_->config();
@@ -110,16 +97,6 @@ TEST_F(GemmaModelTest, LoadsAsGemma3WithItsSlidingWindow) {
     EXPECT_FLOAT_EQ(c.embed_scale, std::sqrt(640.0f));
     ASSERT_EQ(c.swa_layers.size(), 18u);
     for (int l = 0; l < 18; ++l) EXPECT_EQ(c.Windowed(l), l % 6 != 5) << "layer " << l;   // llama.cpp's pattern of 6
-}
-
-// The CUDA pass lacks Gemma's parts: refused by name, GPU or not.
-TEST_F(GemmaModelTest, CudaRefusesWhatItLacksByName) {
-    auto backend = CreateBackend(*model_, Device::kCuda, 16, 64ull << 20, 2048, cpu::DType::kF32);
-    ASSERT_FALSE(backend.ok());
-    EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented) << backend.status();
-    for (const char* part : {"gemma3", "GeGLU", "post-norms", "sliding-window attention"}) {
-        EXPECT_NE(backend.status().message().find(part), std::string::npos) << backend.status();
-    }
 }
 
 TEST_F(GemmaModelTest, PromptIdsEqualLlamaCpp) {
@@ -182,23 +159,6 @@ TEST_F(GemmaModelTest, RecallsTextFromBeforeTheWindow) {
         << model_->tokenizer().Decode(r.tokens);
 }
 
-// One request's greedy tokens through `engine`, with llama.cpp-style
-// margins: per step, how far apart the two likeliest tokens were.
-struct Answer {
-    std::vector<int32_t> tokens;
-    std::vector<float>   margins;
-};
-
-Answer Collect(Stream& stream) {
-    Answer a;
-    Event e;
-    while (stream.Next(&e, -1) && e.kind == Event::Kind::kToken) {
-        a.tokens.push_back(e.token);
-        a.margins.push_back(e.top_logprobs.size() >= 2 ? e.top_logprobs[0].second - e.top_logprobs[1].second : 1e9f);
-    }
-    EXPECT_TRUE(e.status.ok()) << e.status;
-    return a;
-}
 
 Request GreedyRequest(const std::string& prompt, int32_t max_tokens) {
     Request r;
@@ -229,14 +189,14 @@ TEST_F(GemmaModelTest, SharedPrefixLongerThanTheWindowUnderEveryPolicy) {
     o.model = testing::GemmaModelPath();
     o.threads = 2;
     o.kv_budget_bytes = 256ull << 20;
-    std::vector<Answer> alone;
+    std::vector<testing::StreamAnswer> alone;
     {
         auto engine = Engine::Create(o);
         ASSERT_TRUE(engine.ok()) << engine.status();
         for (const std::string& e : endings) {
             auto s = (*engine)->Submit(GreedyRequest(story + e, kTokens));
             ASSERT_TRUE(s.ok()) << s.status();
-            alone.push_back(Collect(**s));
+            alone.push_back(testing::CollectStream(**s));
         }
     }
     for (SchedulePolicy policy : {SchedulePolicy::kFcfs, SchedulePolicy::kLru, SchedulePolicy::kBatchLlm}) {
@@ -249,7 +209,7 @@ TEST_F(GemmaModelTest, SharedPrefixLongerThanTheWindowUnderEveryPolicy) {
         auto streams = (*engine)->SubmitBatch(reqs);
         for (size_t i = 0; i < endings.size(); ++i) {
             ASSERT_TRUE(streams[i].ok()) << streams[i].status();
-            const Answer got = Collect(*streams[i].value());
+            const testing::StreamAnswer got = testing::CollectStream(*streams[i].value());
             ASSERT_EQ(got.tokens.size(), static_cast<size_t>(kTokens));
             const size_t same = CommonPrefix(got.tokens, alone[i].tokens);
             std::printf("%-9s ending %zu: %zu of %d tokens as alone", SchedulePolicyName(policy), i, same, kTokens);
@@ -260,7 +220,9 @@ TEST_F(GemmaModelTest, SharedPrefixLongerThanTheWindowUnderEveryPolicy) {
                     << "ending " << i << " parts from its run alone at token " << same << " without a near-tie";
             }
         }
-        if (policy != SchedulePolicy::kFcfs) EXPECT_GT((*engine)->Stats().prefix_hit_tokens, 512u);
+        if (policy != SchedulePolicy::kFcfs) {
+            EXPECT_GT((*engine)->Stats().prefix_hit_tokens, 512u);
+        }
     }
 }
 

@@ -103,20 +103,22 @@ TEST_F(GemmaTokenizerTest, DecodeEqualsLlamaCpp) {
         EXPECT_EQ(tok_->Decode(ids), detok) << text;
         // A literal U+2581 in the text decodes as a space (it is SentencePiece's
         // space), in llama.cpp too; every other text comes back unchanged.
-        if (text.find("\xE2\x96\x81") == std::string::npos) EXPECT_EQ(detok, text);
+        if (text.find("\xE2\x96\x81") == std::string::npos) {
+            EXPECT_EQ(detok, text);
+        }
     }
 }
 
-// Speed on a 262k vocabulary: an ordinary prose-and-code text, encoded
-// repeatedly. Prints tokens per second; asserts only a bound no sane
-// implementation misses (a quadratic one would, on this length).
+// A long text on a 262k vocabulary: it decodes back to itself (a tag
+// spelled in plain text stays text without parse_special). Prints tokens
+// per second, for information: speed is a benchmark's job, not a test's.
 TEST_F(GemmaTokenizerTest, EncodeSpeed) {
     std::string text;
     while (text.size() < 200000) {
         // No newline or other user-defined token: one long fragment, the
         // merge loop's worst case.
         text += "The quick brown fox jumps over the lazy dog. def f(x): return x * 2  # comment "
-                "\xC3\x9Cber na\xC3\xAFve caf\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD <start_of_turn>user ";
+                "\xC3\x9C" "ber na\xC3\xAF" "ve caf\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD <start_of_turn>user ";
     }
     const auto start = std::chrono::steady_clock::now();
     size_t tokens = 0;
@@ -124,11 +126,13 @@ TEST_F(GemmaTokenizerTest, EncodeSpeed) {
         const auto ids = tok_->Encode(text, true, false);
         ASSERT_TRUE(ids.ok());
         tokens += ids->size();
+        if (round == 0) {
+            EXPECT_EQ(tok_->Decode(*ids), text);
+        }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("Gemma 3 encode: %zu tokens in %.3f s = %.0f tokens/s (%zu bytes per round)\n", tokens, seconds,
                 tokens / seconds, text.size());
-    EXPECT_LT(seconds, 30.0);
 }
 
 }  // namespace

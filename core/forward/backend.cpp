@@ -31,12 +31,6 @@ absl::StatusOr<Backend> CreateBackend(const Model& model, Device device, int32_t
         b.runner = std::make_unique<ForwardPass>(model, *b.pool);
         return b;
     }
-    // What the model needs and the CUDA pass lacks is said first: it holds
-    // on every machine, a GPU or not.
-    if (const std::string extras = c.FamilyExtrasInUse(); !extras.empty()) {
-        return absl::UnimplementedError(absl::StrCat("the CUDA pass does not run ", c.arch, " yet (it lacks ", extras,
-                                                     "); use --device cpu"));
-    }
     PP_RETURN_IF_ERROR(CheckDevice(device));
     PP_ASSIGN_OR_RETURN(const CudaModule* cuda, LoadCudaModule());
     // The weights go to the device with the forward pass, after the pool,

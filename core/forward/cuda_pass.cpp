@@ -101,6 +101,8 @@ absl::Status CudaForwardPass::Impl::UploadWeights() {
     PP_ASSIGN_OR_RETURN(output_norm, UploadFloats(w.output_norm, c.dim));
     const std::vector<float> freq = RopeInverseFrequencies(c, w);
     PP_ASSIGN_OR_RETURN(inv_freq, UploadFloats(freq.data(), static_cast<int64_t>(freq.size())));
+    const std::vector<float> freq_swa = RopeInverseFrequencies(c, w, /*windowed=*/true);
+    PP_ASSIGN_OR_RETURN(inv_freq_swa, UploadFloats(freq_swa.data(), static_cast<int64_t>(freq_swa.size())));
     for (const LayerWeights& lw : w.layers) {
         Layer l;
         PP_ASSIGN_OR_RETURN(l.attn_norm, UploadFloats(lw.attn_norm, c.dim));
@@ -116,9 +118,35 @@ absl::Status CudaForwardPass::Impl::UploadWeights() {
             PP_ASSIGN_OR_RETURN(l.q_norm, UploadFloats(lw.q_norm, c.head_dim));
             PP_ASSIGN_OR_RETURN(l.k_norm, UploadFloats(lw.k_norm, c.head_dim));
         }
+        if (lw.attn_post_norm != nullptr) {
+            PP_ASSIGN_OR_RETURN(l.attn_post_norm, UploadFloats(lw.attn_post_norm, c.dim));
+        }
+        if (lw.ffn_post_norm != nullptr) {
+            PP_ASSIGN_OR_RETURN(l.ffn_post_norm, UploadFloats(lw.ffn_post_norm, c.dim));
+        }
         layers.push_back(std::move(l));
     }
     return cuda::Synchronize("uploading the weights");
+}
+
+void CudaForwardPass::Impl::AddBranch(const cuda::DeviceBuffer& post_norm, int64_t t) {
+    const ModelConfig& c = model.config();
+    if (!post_norm.empty()) cuda::RmsNorm(xb.data(), post_norm.as<float>(), xb.data(), t, c.dim, c.norm_eps, act);
+    cuda::AddScaled(x.data(), xb.data(), act, t * c.dim, c.residual_scale);
+}
+
+absl::Status CudaForwardPass::Impl::Logits(const CudaStepMeta& m, int64_t n) {
+    const ModelConfig& c = model.config();
+    const int64_t d = c.dim;
+    // Only the rows that produce logits pass the final norm and the output matrix.
+    cuda::Gather(x.data(), act, meta.as<int32_t>() + m.at[CudaStepMeta::kLogitRows], xb.data(), n, d, act);
+    cuda::RmsNorm(xb.data(), output_norm.as<float>(), xb.data(), n, d, c.norm_eps, act);
+    const void* wout = tied ? token_embd.data() : output.data();
+    PP_RETURN_IF_ERROR(blas->Linear(xb.data(), wout, logits.data(), n, c.vocab_size, d, false, act, DType::kF32));
+    // Granite divides the logits, Gemma 2 soft-caps them: in this order, as the CPU does.
+    if (c.logit_scale != 1.0f) cuda::Scale(logits.data(), DType::kF32, n * c.vocab_size, 1.0f / c.logit_scale);
+    if (c.final_softcap > 0.0f) cuda::SoftCap(logits.data(), DType::kF32, n * c.vocab_size, c.final_softcap);
+    return absl::OkStatus();
 }
 
 absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
@@ -136,9 +164,16 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     const ModelWeights& w = model.weights();
     cuda::Gather(token_embd.data(), DeviceDType(w.token_embd, w.dtype), meta.as<int32_t>() + m.at[CudaStepMeta::kTokens], x.data(),
                  t, d, act);
-    const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
+    if (c.embed_scale != 1.0f) cuda::Scale(x.data(), act, t * d, c.embed_scale);
+    // A block's output goes straight onto the residual stream (the GEMM
+    // accumulates) unless a post-norm or a residual scale comes between.
+    const bool branch_apart = c.post_norms || c.residual_scale != 1.0f;
     for (int32_t l = 0; l < c.n_layers; ++l) {
         const Layer& lw = layers[l];
+        const cpu::AttentionShape shape = LayerAttentionShape(c, l);
+        // Cascade groups share a prefix only outside a sliding window: on a
+        // windowed layer their members attend per row, as on the CPU.
+        const bool cascade_here = m.cascade_members > 0 && shape.window == 0;
         const cpu::PagedKv kv = pool.Layer(l);
         const auto part = [&](CudaStepMeta::Part p) { return meta.as<int32_t>() + m.at[p]; };
         const int32_t* d_positions = part(CudaStepMeta::kPositions);
@@ -147,7 +182,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
         cuda::DeviceRows singles = rows;
         singles.rows = static_cast<int64_t>(m.count(CudaStepMeta::kSingles));
         singles.row_ids = part(CudaStepMeta::kSingles);
-        if (m.cascade_members > 0) {
+        if (cascade_here) {
             singles.key_begin = part(CudaStepMeta::kKeyBegin);
             singles.partial_o = partial_o.as<float>();
             singles.partial_lse = partial_lse.as<float>();
@@ -169,10 +204,12 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
                                lw.k_norm.as<float>(), c.norm_eps);
         }
         const bool neox = c.rope_style == RopeStyle::kNeox;
-        cuda::Rope(qkv.data(), act, t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim, d_positions,
-                   inv_freq.as<float>(), neox);
+        const float* freq = (c.Windowed(l) ? inv_freq_swa : inv_freq).as<float>();
+        // LongRoPE's attention factor multiplies the rotated dims of Q and K.
+        cuda::Rope(qkv.data(), act, t, c.qkv_dim(), 0, c.n_heads, c.head_dim, c.rope_dim, d_positions, freq, neox,
+                   c.rope_attn_factor);
         cuda::Rope(qkv.data(), act, t, c.qkv_dim(), c.q_dim(), c.n_kv_heads, c.head_dim, c.rope_dim, d_positions,
-                   inv_freq.as<float>(), neox);
+                   freq, neox, c.rope_attn_factor);
         cuda::AppendKv(qkv.data(), act, c.qkv_dim(), c.q_dim(), rows, kv);
         // LazyLLM: this layer now holds its rows' keys; the others' depths say
         // which earlier tokens it lacks.
@@ -189,9 +226,11 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
             singles.layer = l;
         }
         // The cascade's prefix part first: the per-row kernel merges it in.
-        if (!cuda::CascadePrefix(qkv.data(), act, shape, reinterpret_cast<const cuda::QueryTile*>(
-                                     part(CudaStepMeta::kGroupTiles)), m.n_group_tiles, part(CudaStepMeta::kMembers),
-                                 d_tables, kv, partial_o.as<float>(), partial_lse.as<float>()) ||
+        if ((cascade_here &&
+             !cuda::CascadePrefix(qkv.data(), act, shape,
+                                  reinterpret_cast<const cuda::QueryTile*>(part(CudaStepMeta::kGroupTiles)),
+                                  m.n_group_tiles, part(CudaStepMeta::kMembers), d_tables, kv, partial_o.as<float>(),
+                                  partial_lse.as<float>())) ||
             !cuda::PagedAttention(qkv.data(), att.data(), act, shape, singles, kv) ||
             !cuda::TiledAttention(qkv.data(), att.data(), act, shape,
                                   reinterpret_cast<const cuda::QueryTile*>(part(CudaStepMeta::kTiles)), m.n_tiles,
@@ -202,11 +241,20 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
         }
         const bool prune = PrunesAfter(plan, seq_rows, l);
         if (prune) PP_RETURN_IF_ERROR(ScoreLastQueries(plan, m, l));
-        PP_RETURN_IF_ERROR(blas->Linear(att.data(), lw.wo.data(), x.data(), t, d, c.q_dim(), true, act));
+        // x += attn Wo^T, then x += ffn: straight, or through xb (AddBranch).
+        PP_RETURN_IF_ERROR(blas->Linear(att.data(), lw.wo.data(), branch_apart ? xb.data() : x.data(), t, d, c.q_dim(),
+                                        !branch_apart, act));
+        if (branch_apart) AddBranch(lw.attn_post_norm, t);
         cuda::RmsNorm(x.data(), lw.ffn_norm.as<float>(), xb.data(), t, d, c.norm_eps, act);
         PP_RETURN_IF_ERROR(blas->Linear(xb.data(), lw.w_gate_up.data(), gu.data(), t, 2 * h, d, false, act));
-        cuda::SwiGlu(gu.data(), hb.data(), t, h, act);
-        PP_RETURN_IF_ERROR(blas->Linear(hb.data(), lw.w_down.data(), x.data(), t, d, h, true, act));
+        if (c.ffn_act == FfnActivation::kGeluTanh) {
+            cuda::GeGlu(gu.data(), hb.data(), t, h, act);
+        } else {
+            cuda::SwiGlu(gu.data(), hb.data(), t, h, act);
+        }
+        PP_RETURN_IF_ERROR(blas->Linear(hb.data(), lw.w_down.data(), branch_apart ? xb.data() : x.data(), t, d, h,
+                                        !branch_apart, act));
+        if (branch_apart) AddBranch(lw.ffn_post_norm, t);
         if (prune) {
             PP_RETURN_IF_ERROR(Prune(plan, l));
             t = static_cast<int64_t>(row_slot.size());
@@ -216,14 +264,7 @@ absl::Status CudaForwardPass::Impl::Run(const StepPlan& plan, StepOutput* out) {
     }
     const int64_t n_logits = static_cast<int64_t>(m.count(CudaStepMeta::kLogitRows));
     out->rows = static_cast<int32_t>(n_logits);
-    if (n_logits > 0) {
-        // Only the rows that produce logits pass the final norm and the output matrix.
-        cuda::Gather(x.data(), act, meta.as<int32_t>() + m.at[CudaStepMeta::kLogitRows], xb.data(), n_logits, d, act);
-        cuda::RmsNorm(xb.data(), output_norm.as<float>(), xb.data(), n_logits, d, c.norm_eps, act);
-        const void* wout = tied ? token_embd.data() : output.data();
-        PP_RETURN_IF_ERROR(blas->Linear(xb.data(), wout, logits.data(), n_logits, c.vocab_size, d, false, act,
-                                        DType::kF32));
-    }
+    if (n_logits > 0) PP_RETURN_IF_ERROR(Logits(m, n_logits));
     PP_RETURN_IF_ERROR(cuda::Synchronize("forward step"));
     if (n_logits > 0) {
         out->logits.EnsureSize(static_cast<size_t>(n_logits) * c.vocab_size);

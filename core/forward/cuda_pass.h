@@ -9,6 +9,11 @@
 // single rows (decode) through the per-row kernel, decode rows that share a
 // prefix of blocks through cascade attention (the prefix read once per group).
 // LazyLLM spans prune as on the CPU (the same decisions, core/lazyllm/lazy_prune.h).
+// Every family the CPU pass runs runs here the same way (model_config.h's
+// GeGLU, embedding / residual / logit scales, post-norms, attention scale
+// and soft-caps, sliding-window layers with their own RoPE frequencies,
+// LongRoPE's attention factor); on a windowed layer cascade groups attend
+// per row, as the CPU's do.
 // Built when nvcc exists (libprepack_cuda.so), and against the CPU emulator
 // for tests.
 #pragma once

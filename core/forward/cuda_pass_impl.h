@@ -51,13 +51,16 @@ struct CudaForwardPass::Impl {
     struct Layer {
         cuda::DeviceBuffer attn_norm, wqkv, wo, ffn_norm, w_gate_up, w_down;
         cuda::DeviceBuffer bqkv, q_norm, k_norm;   // empty when the model has none
+        cuda::DeviceBuffer attn_post_norm, ffn_post_norm;   // Gemma 2/3's post-norms; empty otherwise
     };
 
     const Model&  model;
     KvBlockPool&  pool;
     cpu::DType    act = cpu::DType::kF32;
     std::unique_ptr<cuda::Blas> blas;
-    cuda::DeviceBuffer token_embd, output_norm, output, inv_freq;
+    // RoPE's inverse frequencies: of global layers, and of sliding-window
+    // layers (their own base, no scaling; the same values when the model has none).
+    cuda::DeviceBuffer token_embd, output_norm, output, inv_freq, inv_freq_swa;
     bool          tied = false;   // output is token_embd
     std::vector<Layer> layers;
     // Activations in `act`, logits in f32, the step's row metadata.
@@ -81,6 +84,12 @@ struct CudaForwardPass::Impl {
 
     absl::Status UploadWeights();
     absl::Status Run(const StepPlan& plan, StepOutput* out);
+    // x += the block output in xb, through the post-norm `post_norm` (when
+    // the model has one) and the residual scale: what comes between a
+    // block and the residual stream in Gemma 2/3 and Granite.
+    void AddBranch(const cuda::DeviceBuffer& post_norm, int64_t t);
+    // The final norm, output matrix, logit scale and soft-cap of n rows.
+    absl::Status Logits(const CudaStepMeta& m, int64_t n);
     // cuda_pass_rows.cpp: the metadata of the current rows (and each
     // sequence's first logits row into out->first_row).
     CudaStepMeta PlanRows(const StepPlan& plan, StepOutput* out) const;

@@ -5,6 +5,7 @@
 // cache's cells are in the device pool, so states move device to device.
 #include <vector>
 
+#include "core/forward/cpu_pass.h"
 #include "core/forward/cuda_pass_impl.h"
 #include "core/lazyllm/lazy_state.h"
 #include "kernels/cuda/lazy.h"
@@ -48,7 +49,8 @@ absl::Status CudaForwardPass::Impl::ScoreLastQueries(const StepPlan& plan, const
     PP_RETURN_IF_ERROR(score_jobs.CopyFromHost(jobs.data(), jobs.size() * sizeof(cuda::ScoreJob)));
     PP_RETURN_IF_ERROR(ReserveDevice(scores, total * sizeof(float)));
     PP_RETURN_IF_ERROR(ReserveDevice(score_scratch, 2 * total * sizeof(float)));
-    const cpu::AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.qkv_dim(), c.q_dim()};
+    // Scored as this layer attends (scale, soft-cap, sliding window), as the CPU does.
+    const cpu::AttentionShape shape = LayerAttentionShape(c, layer);
     cuda::LastQueryScores(qkv.data(), act, shape, score_jobs.as<cuda::ScoreJob>(), static_cast<int32_t>(jobs.size()),
                           meta.as<int32_t>() + m.at[CudaStepMeta::kTables], depth.as<int16_t>(), layer,
                           pool.Layer(layer), scores.as<float>(), score_scratch.as<float>(), total);

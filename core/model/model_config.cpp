@@ -86,24 +86,6 @@ absl::Status ModelConfig::Validate() const {
     return absl::OkStatus();
 }
 
-std::string ModelConfig::FamilyExtrasInUse() const {
-    std::string out;
-    auto note = [&out](bool used, const char* what) {
-        if (used) absl::StrAppend(&out, out.empty() ? "" : ", ", what);
-    };
-    note(ffn_act == FfnActivation::kGeluTanh, "GeGLU");
-    note(embed_scale != 1.0f, "an embedding scale");
-    note(post_norms, "post-norms");
-    note(residual_scale != 1.0f, "a residual scale");
-    note(attn_scale != 0.0f, "an attention scale of its own");
-    note(attn_softcap != 0.0f, "attention soft-capping");
-    note(final_softcap != 0.0f, "logit soft-capping");
-    note(logit_scale != 1.0f, "a logit scale");
-    note(sliding_window != 0, "sliding-window attention");
-    note(rope_attn_factor != 1.0f, "a RoPE attention factor (LongRoPE)");
-    return out;
-}
-
 uint64_t ModelConfig::MatmulParams() const {
     const uint64_t d = dim, h = hidden_dim;
     const uint64_t per_layer = d * static_cast<uint64_t>(qkv_dim())   // wq, wk, wv

@@ -8,8 +8,8 @@
 // Q/K RMSNorm, NEOX RoPE, a head size of its own), `gemma`/`gemma2`/`gemma3`
 // (embedding scale, GeGLU, post-norms, soft-caps, sliding-window layers
 // with their own RoPE base) and `granite` (embedding, residual, attention
-// and logit multipliers). The CPU and reference passes follow it, none is
-// written per family; the CUDA pass refuses what it lacks by name.
+// and logit multipliers), `phi3` (fused projections, LongRoPE). The CPU,
+// CUDA and reference passes follow it; none is written per family.
 #pragma once
 
 #include <cstdint>
@@ -74,9 +74,6 @@ struct ModelConfig {
         return sliding_window > 0 && layer >= 0 && layer < static_cast<int32_t>(swa_layers.size()) &&
                swa_layers[layer] != 0;
     }
-    // The parts past llama/qwen's this model uses, named ("GeGLU, sliding-window
-    // attention"), or "" when none: what the CUDA pass refuses by name.
-    std::string FamilyExtrasInUse() const;
 
     int32_t q_dim() const { return n_heads * head_dim; }
     int32_t kv_dim() const { return n_kv_heads * head_dim; }

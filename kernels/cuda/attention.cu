@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/score_rule.cuh"
 
 namespace prepack::cuda {
 namespace {
@@ -15,10 +16,11 @@ constexpr int kMaxDimsPerThread = 4;   // head_dim <= 512
 
 // Block (row, head): chunks of kThreads keys; thread t scores key c0 + t,
 // then every thread updates the output dims it owns (d = t, t + kThreads,
-// ...) with the chunk's weights, reading V rows coalesced.
+// ...) with the chunk's weights, reading V rows coalesced. Under a sliding
+// window the row's keys start at its window (chunks before it are never read).
 __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, int group, int head_dim,
-                                     int64_t q_stride, int64_t out_stride, DeviceRows rows, const void* k,
-                                     const void* v, int block_size, int kv_dim, bool kv_bf16) {
+                                     int64_t q_stride, int64_t out_stride, ScoreRule rule, DeviceRows rows,
+                                     const void* k, const void* v, int block_size, int kv_dim, bool kv_bf16) {
     PP_DYNAMIC_SHARED(float, shared);
     float* qs = shared;              // [head_dim], pre-scaled
     float* ps = shared + head_dim;   // [kThreads]: the chunk's weights
@@ -32,7 +34,8 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
         }
         return;
     }
-    const int32_t first_key = rows.key_begin != nullptr ? rows.key_begin[row] : 0;   // > 0: a cascade member
+    const int32_t prefix_end = rows.key_begin != nullptr ? rows.key_begin[row] : 0;   // > 0: a cascade member
+    const int32_t first_key = max(prefix_end, rule.FirstKey(horizon));   // never both (PagedAttention checks)
     // This block's keys: all of the row's, or its split's range of them.
     const bool split = rows.n_splits > 1;
     const int32_t lo = split ? max(first_key, static_cast<int32_t>(blockIdx.z) * rows.split_keys) : first_key;
@@ -40,9 +43,8 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
     const int32_t* table = rows.tables + rows.table_begin[row];
     const int32_t depth_at = rows.depth_begin != nullptr ? rows.depth_begin[row] : -1;
     auto held = [&](int32_t j) { return depth_at < 0 || rows.key_depth[depth_at + j] >= rows.layer; };
-    const float scale = rsqrtf(static_cast<float>(head_dim));
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        qs[d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * scale;
+        qs[d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * rule.scale;
     }
     __syncthreads();
     auto key_offset = [&](int32_t j) {
@@ -58,6 +60,7 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
             const int64_t off = key_offset(j);
             s = 0.0f;
             for (int d = 0; d < head_dim; ++d) s += qs[d] * LoadAct(k, off + d, kv_bf16);
+            s = rule.Capped(s);
         }
         // m_new is -inf only while every key so far is absent (LazyLLM);
         // the row's own key is always held, so it ends finite (a split
@@ -92,7 +95,7 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
     // weights e^lse of each part (log-sum-exp merge).
     float w_own = 1.0f, w_prefix = 0.0f;
     const int64_t at = row * static_cast<int64_t>(gridDim.y) + head;   // (row, head)
-    if (first_key > 0) {
+    if (prefix_end > 0) {
         const float lse_own = m + logf(l), lse_prefix = rows.partial_lse[at];
         const float top = fmaxf(lse_own, lse_prefix);
         w_own = __expf(lse_own - top);
@@ -105,7 +108,7 @@ __global__ void PagedAttentionKernel(const void* q, void* out, bool act_bf16, in
         const int d = threadIdx.x + i * blockDim.x;
         if (d >= head_dim) break;
         float o = acc[i] / l * w_own;
-        if (first_key > 0) o += w_prefix * rows.partial_o[at * head_dim + d];
+        if (prefix_end > 0) o += w_prefix * rows.partial_o[at * head_dim + d];
         StoreAct(out, row * out_stride + static_cast<int64_t>(head) * head_dim + d, o, act_bf16);
     }
 }
@@ -144,6 +147,8 @@ __global__ void MergeSplitsKernel(void* out, bool act_bf16, int head_dim, int64_
 // against bank conflicts. kPrefix: the tile's rows are cascade members
 // (member_rows[tile.row + r]) that all see exactly the prefix's keys
 // [0, tile.first_slot); their partial results go to partial_o/partial_lse.
+// Under a sliding window (never with kPrefix) the loop starts at the first
+// row's window and each row masks the keys before its own.
 constexpr int kTiledThreads = 128;
 constexpr int kKeyTile = 32;
 constexpr int kLanesPerRow = kTiledThreads / kQueryTileRows;   // 4
@@ -152,7 +157,7 @@ constexpr int kDimsPerThread = kTiledMaxHeadDim / kLanesPerRow;
 
 template <bool kPrefix>
 __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, int group, int head_dim,
-                                     int64_t q_stride, int64_t out_stride, const QueryTile* tiles,
+                                     int64_t q_stride, int64_t out_stride, ScoreRule rule, const QueryTile* tiles,
                                      const int32_t* tables, const void* k, const void* v, int block_size,
                                      int kv_dim, bool kv_bf16, const int32_t* member_rows, float* partial_o,
                                      float* partial_lse) {
@@ -164,7 +169,6 @@ __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, in
     const QueryTile tile = tiles[blockIdx.x];
     const int head = blockIdx.y, kv_head = head / group;
     const int t = threadIdx.x, r = t / kLanesPerRow, lane = t % kLanesPerRow;
-    const float scale = rsqrtf(static_cast<float>(head_dim));
     // Rows past the tile repeat its first row: finite, never stored.
     auto row_of = [&](int rr) -> int64_t {
         const int32_t at = tile.row + (rr < tile.n_rows ? rr : 0);
@@ -173,11 +177,14 @@ __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, in
     for (int i = t; i < kQueryTileRows * head_dim; i += kTiledThreads) {
         const int rr = i / head_dim, d = i % head_dim;
         const int64_t row = row_of(rr);
-        qs[rr * ld + d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * scale;
+        qs[rr * ld + d] = LoadAct(q, row * q_stride + static_cast<int64_t>(head) * head_dim + d, act_bf16) * rule.scale;
     }
     // This thread's row's last key, and the tile's.
     const int32_t horizon = kPrefix ? tile.first_slot - 1 : tile.first_slot + (r < tile.n_rows ? r : 0);
     const int32_t last_key = kPrefix ? tile.first_slot - 1 : tile.first_slot + tile.n_rows - 1;
+    // This row's first key, and the tile's (its first row's: windows ascend with the rows).
+    const int32_t first_key = rule.FirstKey(horizon);
+    const int32_t tile_first_key = rule.FirstKey(kPrefix ? tile.first_slot - 1 : tile.first_slot);
     const int32_t* table = tables + tile.table_begin;
     auto load_tile = [&](const void* src, int32_t k0) {
         for (int i = t; i < kKeyTile * head_dim; i += kTiledThreads) {
@@ -196,7 +203,7 @@ __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, in
     float acc[kDimsPerThread];
 #pragma unroll
     for (int i = 0; i < kDimsPerThread; ++i) acc[i] = 0.0f;
-    for (int32_t k0 = 0; k0 <= last_key; k0 += kKeyTile) {
+    for (int32_t k0 = tile_first_key; k0 <= last_key; k0 += kKeyTile) {
         __syncthreads();   // the previous tile's V (and, first time, nothing) is consumed
         load_tile(k, k0);
         __syncthreads();
@@ -207,19 +214,20 @@ __global__ void TiledAttentionKernel(const void* q, void* out, bool act_bf16, in
             const int c = lane + kLanesPerRow * jj;
             float dot = 0.0f;
             for (int d = 0; d < head_dim; ++d) dot += qs[r * ld + d] * kvs[c * ld + d];
-            s[jj] = k0 + c <= horizon ? dot : -INFINITY;
+            s[jj] = k0 + c <= horizon && k0 + c >= first_key ? rule.Capped(dot) : -INFINITY;
             cmax = fmaxf(cmax, s[jj]);
         }
         cmax = fmaxf(cmax, __shfl_xor_sync(0xffffffffu, cmax, 1));
         cmax = fmaxf(cmax, __shfl_xor_sync(0xffffffffu, cmax, 2));
-        // Key k0 <= horizon in the first tile, so m is finite from then on and
-        // a later tile this row cannot see adds nothing (p = 0, corr = 1).
+        // Once a tile holds a key the row sees, m is finite and a later tile
+        // it cannot see adds nothing (p = 0, corr = 1). Before that (a row
+        // whose window starts past this tile) m stays -inf and nothing counts.
         const float m_new = fmaxf(m, cmax);
-        const float corr = __expf(m - m_new);
+        const float corr = m_new == -INFINITY ? 1.0f : __expf(m - m_new);
         float psum = 0.0f;
 #pragma unroll
         for (int jj = 0; jj < kKeysPerThread; ++jj) {
-            const float p = __expf(s[jj] - m_new);   // 0 for masked keys
+            const float p = s[jj] == -INFINITY ? 0.0f : __expf(s[jj] - m_new);   // 0 for masked keys
             ps[r * (kKeyTile + 1) + lane + kLanesPerRow * jj] = p;
             psum += p;
         }
@@ -291,13 +299,16 @@ bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::Attenti
     if (shape.head_dim > kThreads * kMaxDimsPerThread || shape.n_kv_heads < 1 || shape.n_heads % shape.n_kv_heads != 0) {
         return false;
     }
+    // A cascade prefix's partial saw every prefix key: under a window its members see only some.
+    if (shape.window > 0 && rows.key_begin != nullptr) return false;
     if (rows.rows == 0) return true;
     const dim3 grid(static_cast<unsigned>(rows.rows), static_cast<unsigned>(shape.n_heads));
     const size_t shared = sizeof(float) * (shape.head_dim + kThreads);
     const dim3 split_grid(grid.x, grid.y, static_cast<unsigned>(rows.n_splits > 1 ? rows.n_splits : 1));
     PP_LAUNCH(PagedAttentionKernel, split_grid, kThreads, shared)(
         q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
-        shape.out_stride, rows, kv.k, kv.v, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16);
+        shape.out_stride, ScoreRule::Of(shape), rows, kv.k, kv.v, kv.block_size, kv.kv_dim,
+        kv.dtype == cpu::DType::kBf16);
     if (rows.n_splits > 1) {
         PP_LAUNCH(MergeSplitsKernel, grid, kThreads, 0)(out, act == cpu::DType::kBf16, shape.head_dim,
                                                       shape.out_stride, rows);
@@ -314,6 +325,7 @@ bool LaunchTiles(const void* q, void* out, cpu::DType act, const cpu::AttentionS
     if (shape.head_dim > kTiledMaxHeadDim || shape.n_kv_heads < 1 || shape.n_heads % shape.n_kv_heads != 0) {
         return false;
     }
+    if (kPrefix && shape.window > 0) return false;   // members' windows differ: no shared tile of keys
     if (n_tiles == 0) return true;
     const size_t shared =
         sizeof(float) * ((kQueryTileRows + kKeyTile) * (shape.head_dim + 1) + kQueryTileRows * (kKeyTile + 1));
@@ -324,8 +336,8 @@ bool LaunchTiles(const void* q, void* out, cpu::DType act, const cpu::AttentionS
     const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(shape.n_heads));
     PP_LAUNCH(TiledAttentionKernel<kPrefix>, grid, kTiledThreads, shared)(
         q, out, act == cpu::DType::kBf16, shape.n_heads / shape.n_kv_heads, shape.head_dim, shape.q_stride,
-        shape.out_stride, tiles, tables, kv.k, kv.v, kv.block_size, kv.kv_dim, kv.dtype == cpu::DType::kBf16,
-        member_rows, partial_o, partial_lse);
+        shape.out_stride, ScoreRule::Of(shape), tiles, tables, kv.k, kv.v, kv.block_size, kv.kv_dim,
+        kv.dtype == cpu::DType::kBf16, member_rows, partial_o, partial_lse);
     return true;
 }
 

@@ -8,6 +8,11 @@
 // block takes a tile of queries x one head, streams the sequence's keys a
 // tile at a time through shared memory, and stops at the tile's last
 // visible key, so a prompt never touches keys it cannot see.
+//
+// Every kernel forms scores as `shape` says, as the CPU does: the query
+// times shape.Scale(), then shape.softcap's soft-cap, and under a sliding
+// window (shape.window) each query sees only its window's keys, those
+// before it skipped, not read (kernels/cuda/score_rule.cuh).
 #pragma once
 
 #include <cstdint>
@@ -67,7 +72,8 @@ void AppendKv(const void* qkv, cpu::DType act, int64_t qkv_stride, int64_t k_col
 
 // q and out: device buffers of `act` with the strides of `shape`; k and v:
 // one layer's slabs of `kv` dtype (the pointers in `kv` are device
-// pointers). False, launching nothing, for a head_dim above 512.
+// pointers). False, launching nothing, for a head_dim above 512, or for
+// cascade members (rows.key_begin) under a sliding window.
 bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::AttentionShape& shape, const DeviceRows& rows,
                     const cpu::PagedKv& kv);
 
@@ -78,7 +84,9 @@ bool PagedAttention(const void* q, void* out, cpu::DType act, const cpu::Attenti
 // tile.table_begin any member's table. Each prefix key is loaded once per
 // tile and head and scored against every member; each member's prefix-only
 // attention goes to partial_o / partial_lse, which PagedAttention then
-// continues over the member's own keys (DeviceRows::key_begin).
+// continues over the member's own keys (DeviceRows::key_begin). False,
+// launching nothing, under a sliding window (each member's window starts
+// elsewhere: such layers attend per row, as the CPU's PagedAttention does).
 bool CascadePrefix(const void* q, cpu::DType act, const cpu::AttentionShape& shape, const QueryTile* tiles,
                    int32_t n_tiles, const int32_t* member_rows, const int32_t* tables, const cpu::PagedKv& kv,
                    float* partial_o, float* partial_lse);

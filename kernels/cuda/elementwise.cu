@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cfloat>
 
 #include "kernels/cuda/launch.cuh"
@@ -41,7 +42,8 @@ __global__ void GatherKernel(const void* table, bool table_bf16, const int32_t* 
 
 // One block per row; thread i rotates pair i of every head (sincos once per pair and row).
 __global__ void RopeKernel(void* x, bool bf16, int64_t row_stride, int64_t col, int n_heads, int head_dim,
-                           int rope_dim, const int32_t* positions, const float* inv_freq, bool neox) {
+                           int rope_dim, const int32_t* positions, const float* inv_freq, bool neox,
+                           float rotated_scale) {
     const int64_t r = blockIdx.x;
     const float pos = static_cast<float>(positions[r]);
     const int half = rope_dim / 2;
@@ -52,8 +54,9 @@ __global__ void RopeKernel(void* x, bool bf16, int64_t row_stride, int64_t col, 
         for (int h = 0; h < n_heads; ++h) {
             const int64_t p = r * row_stride + col + static_cast<int64_t>(h) * head_dim;
             const float a = LoadAct(x, p + first, bf16), b = LoadAct(x, p + second, bf16);
-            StoreAct(x, p + first, a * c - b * s, bf16);
-            StoreAct(x, p + second, a * s + b * c, bf16);
+            // Rounded once, after the scale: the CPU rotates and then scales in f32.
+            StoreAct(x, p + first, (a * c - b * s) * rotated_scale, bf16);
+            StoreAct(x, p + second, (a * s + b * c) * rotated_scale, bf16);
         }
     }
 }
@@ -95,6 +98,47 @@ __global__ void SwiGluKernel(const void* gu, void* out, int64_t hidden, bool bf1
         const float t = __expf(-fabsf(g));
         const float sigmoid = (g >= 0.0f ? 1.0f : t) / (1.0f + t);
         StoreAct(out, r * hidden + i, g * sigmoid * u, bf16);
+    }
+}
+
+__global__ void GeGluKernel(const void* gu, void* out, int64_t hidden, bool bf16) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
+    const int64_t r = blockIdx.x;
+    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+        const float g = LoadAct(gu, r * 2 * hidden + i, bf16);
+        const float u = LoadAct(gu, r * 2 * hidden + hidden + i, bf16);
+        // tanh saturates for large |g|: no overflow, as on the CPU.
+        const float gelu = 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * g * (1.0f + kCubic * g * g)));
+        StoreAct(out, r * hidden + i, gelu * u, bf16);
+    }
+}
+
+// Flat arrays: a grid-stride loop over at most kFlatBlocks blocks.
+constexpr int64_t kFlatBlocks = 1024;
+
+unsigned FlatBlocks(int64_t n) {
+    return static_cast<unsigned>(std::min<int64_t>(kFlatBlocks, (n + kThreads - 1) / kThreads));
+}
+
+__global__ void ScaleKernel(void* x, bool bf16, int64_t n, float s) {
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        StoreAct(x, i, LoadAct(x, i, bf16) * s, bf16);
+    }
+}
+
+__global__ void SoftCapKernel(void* x, bool bf16, int64_t n, float cap) {
+    const float inv = 1.0f / cap;   // as the CPU's SoftCap: x * (1/cap), not x / cap
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        StoreAct(x, i, cap * tanhf(LoadAct(x, i, bf16) * inv), bf16);
+    }
+}
+
+__global__ void AddScaledKernel(void* x, const void* y, bool bf16, int64_t n, float s) {
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        StoreAct(x, i, LoadAct(x, i, bf16) + s * LoadAct(y, i, bf16), bf16);
     }
 }
 
@@ -143,10 +187,10 @@ void Gather(const void* table, DType table_dtype, const int32_t* ids, void* out,
 }
 
 void Rope(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
-          const int32_t* positions, const float* inv_freq, bool neox) {
+          const int32_t* positions, const float* inv_freq, bool neox, float rotated_scale) {
     if (rows > 0) {
         PP_LAUNCH(RopeKernel, rows, 64, 0)(x, act == DType::kBf16, row_stride, col, n_heads, head_dim, rope_dim, positions,
-                                 inv_freq, neox);
+                                 inv_freq, neox, rotated_scale);
     }
 }
 
@@ -164,6 +208,22 @@ void AddBias(void* x, DType act, const float* bias, int64_t rows, int64_t dim) {
 
 void SwiGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act) {
     if (rows > 0) PP_LAUNCH(SwiGluKernel, rows, kThreads, 0)(gu, out, hidden, act == DType::kBf16);
+}
+
+void GeGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act) {
+    if (rows > 0) PP_LAUNCH(GeGluKernel, rows, kThreads, 0)(gu, out, hidden, act == DType::kBf16);
+}
+
+void Scale(void* x, DType act, int64_t n, float s) {
+    if (n > 0) PP_LAUNCH(ScaleKernel, FlatBlocks(n), kThreads, 0)(x, act == DType::kBf16, n, s);
+}
+
+void SoftCap(void* x, DType act, int64_t n, float cap) {
+    if (n > 0) PP_LAUNCH(SoftCapKernel, FlatBlocks(n), kThreads, 0)(x, act == DType::kBf16, n, cap);
+}
+
+void AddScaled(void* x, const void* y, DType act, int64_t n, float s) {
+    if (n > 0) PP_LAUNCH(AddScaledKernel, FlatBlocks(n), kThreads, 0)(x, y, act == DType::kBf16, n, s);
 }
 
 void ArgmaxRows(const float* logits, int64_t rows, int64_t vocab, int32_t* ids) {

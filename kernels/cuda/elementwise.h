@@ -24,9 +24,10 @@ void Gather(const void* table, DType table_dtype, const int32_t* ids, void* out,
 // Rotary embedding of the first rope_dim dims of each of `n_heads` heads
 // starting at column `col` of each row, in place, at positions[r]: pairs
 // (2i, 2i+1), or with `neox` (i, i + rope_dim/2); inv_freq has rope_dim / 2
-// entries.
+// entries. The rotated dims are then multiplied by `rotated_scale`
+// (LongRoPE's attention factor; 1 leaves them as rotated).
 void Rope(void* x, DType act, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim, int rope_dim,
-          const int32_t* positions, const float* inv_freq, bool neox);
+          const int32_t* positions, const float* inv_freq, bool neox, float rotated_scale = 1.0f);
 
 // In place: each of the `n_heads` heads of `head_dim` at column `col` of
 // each row becomes weight * h / rms(h) (Qwen3's Q/K norm).
@@ -38,6 +39,16 @@ void AddBias(void* x, DType act, const float* bias, int64_t rows, int64_t dim);
 
 // out[r, i] = silu(gu[r, i]) * gu[r, hidden + i].
 void SwiGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act);
+// out[r, i] = gelu(gu[r, i]) * gu[r, hidden + i], GELU in its tanh form (Gemma's GeGLU).
+void GeGlu(const void* gu, void* out, int64_t rows, int64_t hidden, DType act);
+
+// x[i] *= s for n values (Gemma's embedding scale, Granite's logit scale).
+void Scale(void* x, DType act, int64_t n, float s);
+// x[i] = cap * tanh(x[i] / cap) for n values (Gemma 2's final logit soft-cap).
+void SoftCap(void* x, DType act, int64_t n, float cap);
+// x[i] += s * y[i] for n values: a block's output added to the residual
+// stream after its post-norm, times Granite's residual scale.
+void AddScaled(void* x, const void* y, DType act, int64_t n, float s);
 
 // ids[r] = the first index of the largest of logits[r, 0 .. vocab) (greedy sampling on the device).
 void ArgmaxRows(const float* logits, int64_t rows, int64_t vocab, int32_t* ids);

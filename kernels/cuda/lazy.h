@@ -27,6 +27,8 @@ struct ScoreJob {
 // attention probabilities of the window rows' queries over the keys each
 // sees that the layer holds (key_depth[depth_begin + j] >= layer), averaged
 // over the rows, then over heads (or their maximum); 0 for absent keys.
+// Scores are formed as `shape` says (scale, soft-cap, sliding window: a
+// row's probabilities cover its window's keys only), as on the CPU.
 // `scores` holds `total` floats over all jobs, `scratch` twice as many.
 void LastQueryScores(const void* q, cpu::DType act, const cpu::AttentionShape& shape, const ScoreJob* jobs,
                      int32_t n_jobs, const int32_t* tables, const int16_t* key_depth, int32_t layer,
