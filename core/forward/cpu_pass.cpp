@@ -128,7 +128,9 @@ void ForwardPass::WriteKv(const StepPlan& plan, int32_t layer) {
         const SeqStep& s = plan.seqs[k];
         const SeqRows rows = seq_rows_[k];
         const int32_t* blocks = s.kv->blocks().data();
-#pragma omp parallel for schedule(static)
+        // A decode step's one row per sequence is a copy of kv_dim floats:
+        // not worth waking the team for.
+#pragma omp parallel for schedule(static) if (int64_t{rows.count} * kv >= (int64_t{1} << 15))
         for (int32_t i = 0; i < rows.count; ++i) {
             const int32_t slot = row_slot_[rows.begin + i];
             const float* row = qkv_.data() + (rows.begin + i) * stride;

@@ -137,7 +137,8 @@ void PagedAttention(const float* q, float* out, const AttentionShape& shape,
     });
     const int64_t n_tasks = static_cast<int64_t>(tasks.size());
     const int64_t n_cascade = static_cast<int64_t>(shared.size()) * shape.n_kv_heads;
-#pragma omp parallel
+    // One task (a decode query with one KV head) has nothing to share out.
+#pragma omp parallel if (n_tasks + n_cascade > 1)
     {
         // Per thread and kept between calls (OpenMP threads persist), so a
         // decode step allocates nothing once the tiles have grown.

@@ -22,15 +22,20 @@ inline void RmsNormVector(const float* x, const float* weight, float* o, int64_t
     for (int64_t i = 0; i < n; ++i) o[i] = weight[i] * (scale * x[i]);
 }
 
+// Below this many floats of work a row kernel runs on the calling thread:
+// waking the team costs more (a futex wake and park per thread with
+// passive waiting, ~150 regions a decode token otherwise).
+constexpr int64_t kParallelMinFloats = int64_t{1} << 15;
+
 }  // namespace
 
 void RmsNorm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * dim >= kParallelMinFloats)
     for (int64_t r = 0; r < rows; ++r) RmsNormVector(x + r * dim, weight, out + r * dim, dim, eps);
 }
 
 void Gather(const Matrix& table, const int32_t* ids, float* out, int64_t rows, int64_t dim) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * dim >= kParallelMinFloats)
     for (int64_t r = 0; r < rows; ++r) DecodeMatrixRow(table, ids[r], dim, out + r * dim);
 }
 
@@ -39,7 +44,7 @@ void Rope(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, 
     const int half = rope_dim / 2;
     // Where the two members of pair i are.
     const int stride = neox ? 1 : 2, partner = neox ? half : 1;
-#pragma omp parallel
+#pragma omp parallel if (rows * n_heads * rope_dim >= kParallelMinFloats)
     {
         // Each row's cos/sin are computed once and reused by all its heads.
         float cs[2048], sn[2048];
@@ -67,7 +72,7 @@ void Rope(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, 
 
 void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t col, int n_heads, int head_dim,
                   const float* weight, float eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * n_heads * head_dim >= kParallelMinFloats)
     for (int64_t r = 0; r < rows; ++r) {
         for (int h = 0; h < n_heads; ++h) {
             float* v = x + r * row_stride + col + static_cast<int64_t>(h) * head_dim;
@@ -77,7 +82,7 @@ void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t col, int n
 }
 
 void AddBias(float* x, const float* bias, int64_t rows, int64_t dim) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * dim >= kParallelMinFloats)
     for (int64_t r = 0; r < rows; ++r) {
         float* row = x + r * dim;
 #pragma omp simd
@@ -112,7 +117,7 @@ void SwiGluRow(const float* g, const float* u, float* o, int64_t hidden) {
 }  // namespace
 
 void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * hidden >= kParallelMinFloats)
     for (int64_t r = 0; r < rows; ++r) {
         const float* g = gu + r * 2 * hidden;
         SwiGluRow(g, g + hidden, out + r * hidden, hidden);
@@ -150,7 +155,7 @@ constexpr int64_t kPiece = 1 << 14;
 }  // namespace
 
 void GeGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * hidden >= kParallelMinFloats)
     for (int64_t r = 0; r < rows; ++r) {
         const float* g = gu + r * 2 * hidden;
         GeGluRow(g, g + hidden, out + r * hidden, hidden);
