@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A sharded offline batch on Ray (README: "A sharded batch on Ray").
+"""A sharded offline batch on Ray (docs/scale-out.md: "A sharded batch on Ray").
 
     python3 prepack_ray_batch.py --prepack /usr/local/bin/prepack --model M.gguf \\
         --input requests.jsonl --output results.jsonl --work-dir /shared/run1 \\

@@ -195,7 +195,7 @@ def _free_port():
 class Smg:
     """SGLang's router (PyPI smg, the Shepherd Model Gateway) in front of the
     replicas' HTTP APIs, `smg launch --worker-urls ... --policy POLICY` as
-    README's "Replicas behind SGLang's router" runs it, with health checks,
+    docs/scale-out.md's "Replicas behind SGLang's router" runs it, with health checks,
     load polls every second (the defaults are 60 s and 10 s: a test run is
     shorter) and a worker taken out after one failed check. Its log goes to
     a file beside the replicas'. addr: where clients send."""
