@@ -19,12 +19,13 @@ where VENV has llama-cpp-python 0.3.36 (scripts/bench_vs_llamacpp.sh makes one).
 """
 import hashlib
 import json
-import math
 import random
 import sys
 
 import llama_cpp
 from llama_cpp import Llama
+
+from llamacpp_greedy import greedy_run
 
 MODEL = sys.argv[1] if len(sys.argv) > 1 else "build/models/gemma-3-270m-q4_k_m.gguf"
 OUT = sys.argv[2] if len(sys.argv) > 2 else "tests/data/gemma3_270m_reference.json"
@@ -54,29 +55,6 @@ def prompts():
     ]
 
 
-def log_softmax(row):
-    row = [float(v) for v in row]
-    m = max(row)
-    s = sum(math.exp(v - m) for v in row)
-    return [v - m - math.log(s) for v in row]
-
-
-def run(llm, ids):
-    llm.reset()
-    llm.eval(ids)
-    first = log_softmax(list(llm.scores[len(ids) - 1]))
-    top = sorted(range(len(first)), key=lambda i: -first[i])[:20]
-    greedy, margins = [], []
-    row = first
-    for _ in range(GREEDY_TOKENS):
-        best = sorted(range(len(row)), key=lambda i: -row[i])[:2]
-        greedy.append(best[0])
-        margins.append(row[best[0]] - row[best[1]])
-        llm.eval([best[0]])
-        row = [float(v) for v in llm.scores[llm.n_tokens - 1]]
-    return [[i, first[i]] for i in top], greedy, margins
-
-
 def main():
     sha = hashlib.sha256(open(MODEL, "rb").read()).hexdigest()
     llms = {fa: Llama(model_path=MODEL, n_ctx=2048, n_threads=2, logits_all=True, flash_attn=fa, verbose=False)
@@ -86,7 +64,7 @@ def main():
         ids = llms[True].tokenize(text.encode("utf-8"), add_bos=True, special=False)
         case = {"name": name, "prompt": text, "prompt_ids": ids}
         for fa, model in llms.items():
-            top, greedy, margins = run(model, ids)
+            top, greedy, margins = greedy_run(model, ids, GREEDY_TOKENS)
             key = "flash_attn_on" if fa else "flash_attn_off"
             case["first_top_" + key] = top
             case["greedy_" + key] = greedy
