@@ -11,8 +11,9 @@ constexpr ArchTraits kArchs[] = {
     {.name = "qwen3", .rope_style = RopeStyle::kNeox},
     {.name = "granite", .rope_style = RopeStyle::kAdjacent, .granite_scales = true},
     // Phi-3/3.5/4-mini: fused attn_qkv and gate|up (read from the tensors),
-    // LongRoPE factors (model_config.cpp).
-    {.name = "phi3", .rope_style = RopeStyle::kNeox, .ignores_sliding_window = true},
+    // LongRoPE factors (model_config.cpp); its files state a sliding window
+    // that llama.cpp ignores, as prepack does (no swa_pattern).
+    {.name = "phi3", .rope_style = RopeStyle::kNeox},
     {.name = "gemma",
      .rope_style = RopeStyle::kNeox,
      .ffn_act = FfnActivation::kGeluTanh,

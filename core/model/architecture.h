@@ -20,10 +20,11 @@ struct ArchTraits {
     FfnActivation ffn_act = FfnActivation::kSilu;
     bool    embed_scale_sqrt_dim = false;   // embeddings times sqrt(dim) (Gemma)
     bool    post_norms = false;             // post_attention_norm / post_ffw_norm (Gemma 2/3)
-    // With a sliding window (ARCH.attention.sliding_window) and no
-    // ARCH.attention.sliding_window_pattern: in every group of this many
-    // layers the last is global and the others windowed (llama.cpp's
-    // set_swa_pattern); 0: the architecture has no windowed layers.
+    // In every group of this many layers the last is global and the others
+    // windowed (llama.cpp's set_swa_pattern), unless the file states
+    // ARCH.attention.sliding_window_pattern. 0: the architecture has no
+    // windowed layers, and ARCH.attention.sliding_window is ignored as
+    // llama.cpp ignores it (Phi-3's and some Mistral files state one).
     int32_t swa_pattern = 0;
     float   rope_theta_swa = 0.0f;          // windowed layers' RoPE base unless ARCH.rope.freq_base_swa; 0: the global base
     float   attn_softcap = 0.0f;            // unless ARCH.attn_logit_softcapping (llama.cpp's defaults)
@@ -33,9 +34,6 @@ struct ArchTraits {
     // files do not carry: llama.cpp takes dim/n_heads for the 27B models
     // (told apart by this many layers) and head_dim otherwise.
     int32_t wide_query_scale_layers = 0;
-    // llama.cpp ignores ARCH.attention.sliding_window for this architecture
-    // (Phi-3's converted files state one; llama.cpp runs them without it).
-    bool    ignores_sliding_window = false;
 };
 
 // The row for `name`, or null.

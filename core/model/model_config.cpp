@@ -171,8 +171,8 @@ absl::StatusOr<float> OptionalFloat(const GgufFile& f, const std::string& key, f
 }
 
 // Which layers are windowed: ARCH.attention.sliding_window_pattern as a
-// period (every n-th layer global) or as one flag per layer, else the
-// architecture's period.
+// period (every n-th layer global; 0: none) or as one flag per layer, else
+// the architecture's period.
 absl::Status ReadWindowedLayers(const GgufFile& f, const std::string& p, const ArchTraits& arch, ModelConfig* c) {
     const std::string key = p + "attention.sliding_window_pattern";
     int64_t period = arch.swa_pattern;
@@ -190,11 +190,8 @@ absl::Status ReadWindowedLayers(const GgufFile& f, const std::string& p, const A
             return absl::OkStatus();
         }
     }
-    if (period <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            p, "attention.sliding_window is set but ", c->arch, " has no sliding-window layer pattern (", key, ")"));
-    }
-    for (int l = 0; l < c->n_layers; ++l) c->swa_layers[l] = l % period < period - 1;
+    // As llama.cpp's set_swa_pattern: a period of 0 windows every layer.
+    for (int l = 0; l < c->n_layers; ++l) c->swa_layers[l] = period == 0 || l % period < period - 1;
     return absl::OkStatus();
 }
 
@@ -215,7 +212,7 @@ absl::Status ReadFamilyTraits(const GgufFile& f, const std::string& p, const Arc
         PP_ASSIGN_OR_RETURN(c->attn_scale, OptionalFloat(f, p + "attention.scale", 0.0f));
         PP_ASSIGN_OR_RETURN(c->logit_scale, OptionalFloat(f, p + "logit_scale", 1.0f));
     }
-    if (f.Has(p + "attention.sliding_window") && !arch.ignores_sliding_window) {
+    if (arch.swa_pattern > 0 && f.Has(p + "attention.sliding_window")) {
         PP_ASSIGN_OR_RETURN(const uint64_t window, f.GetUint(p + "attention.sliding_window"));
         if (window > 0 && window < static_cast<uint64_t>(c->max_context)) {
             c->sliding_window = static_cast<int32_t>(window);
