@@ -144,7 +144,7 @@ inline __m256i FifthBits32(const uint8_t* qh) {
 // 8 lanes; Q4_1's and Q5_1's "+ m" is m d_a sum(a), one scalar per block.
 // Used at the AVX-512 level too: a two-blocks-per-instruction form measured
 // Q5_0 10-14% faster at 16 rows, the same at one, and Q5_1 15-20% slower
-// (docs/benchmarks.md, session 13), so it was not kept.
+// (measured 2026-12-05 on the AMX Xeon, 2 threads), so it was not kept.
 template <int MB, bool kFiveBits, bool kMin>
 void DotsQ45_01(const uint8_t* w, const uint8_t* acts, int64_t act_row_bytes, int64_t nb, float* out) {
     constexpr int kQh = LegacyQhAt(kMin), kQs = LegacyQsAt(kFiveBits, kMin);
