@@ -242,6 +242,52 @@ TEST_P(CudaKernels, LinearMatchesCpu) {
     }
 }
 
+// A ragged batch of spans (span s: n_q[s] queries after before[s] keys)
+// over blocks of `block` keys handed out in a shuffled order, as a pool
+// does, in the forms the CPU and the CUDA kernels take: CPU spans, per-row
+// horizons and block-table offsets, the rows of one-query spans (decode) and
+// the query tiles of the others (prefill).
+struct RaggedLayout {
+    int total = 0, blocks_needed = 0;
+    std::vector<cpu::AttentionSpan> spans;
+    std::vector<int32_t> horizon, table_begin, tables, singles;
+    std::vector<QueryTile> tiles;
+};
+
+RaggedLayout MakeRaggedLayout(const std::vector<int>& n_q, const std::vector<int>& before, int block,
+                              std::mt19937& rng) {
+    RaggedLayout l;
+    for (size_t s = 0; s < n_q.size(); ++s) {
+        l.total += n_q[s];
+        l.blocks_needed += (n_q[s] + before[s] + block - 1) / block;
+    }
+    std::vector<int32_t> ids(l.blocks_needed);
+    for (int i = 0; i < l.blocks_needed; ++i) ids[i] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (size_t s = 0, row = 0, next = 0; s < n_q.size(); row += n_q[s], ++s) {
+        const int nb = (n_q[s] + before[s] + block - 1) / block;
+        const int32_t begin = static_cast<int32_t>(l.tables.size());
+        l.tables.insert(l.tables.end(), ids.begin() + next, ids.begin() + next + nb);
+        next += nb;
+        for (int i = 0; i < n_q[s]; ++i) {
+            l.horizon.push_back(before[s] + i);
+            l.table_begin.push_back(begin);
+            if (n_q[s] == 1) l.singles.push_back(static_cast<int32_t>(row));
+        }
+        for (int i = 0; n_q[s] >= 2 && i < n_q[s]; i += kQueryTileRows) {
+            l.tiles.push_back({static_cast<int32_t>(row) + i, std::min(kQueryTileRows, n_q[s] - i), before[s] + i, begin});
+        }
+        l.spans.push_back({int64_t(row), n_q[s], before[s], nullptr});
+    }
+    // The tables are complete now: point each span at its own (a returned
+    // vector keeps its buffer, so the pointers stay valid).
+    for (size_t s = 0, at = 0; s < l.spans.size(); ++s) {
+        l.spans[s].blocks = l.tables.data() + at;
+        at += (n_q[s] + before[s] + block - 1) / block;
+    }
+    return l;
+}
+
 // Ragged spans over scattered blocks, GQA, block sizes that do and do not
 // divide the spans, against cpu::PagedAttention; the KV cache in f32 and
 // bf16. Each case twice: every row through the per-row kernel, and spans of
@@ -255,43 +301,14 @@ TEST_P(CudaKernels, PagedAndTiledAttentionMatchCpu) {
             for (DType kv_dtype : {DType::kF32, DType::kBf16}) {
                 const int kv_heads = 2, heads = 6, kv_dim = kv_heads * head_dim, width = heads * head_dim;
                 const std::vector<int> n_q = {1, 37, 5, 300}, before = {200, 0, 61, 10};
-                int total = 0, blocks_needed = 0;
-                for (size_t s = 0; s < n_q.size(); ++s) {
-                    total += n_q[s];
-                    blocks_needed += (n_q[s] + before[s] + block - 1) / block;
-                }
                 // Blocks handed out in a shuffled order, as a pool does.
-                std::vector<int32_t> ids(blocks_needed);
-                for (int i = 0; i < blocks_needed; ++i) ids[i] = i;
-                std::shuffle(ids.begin(), ids.end(), rng);
+                const RaggedLayout layout = MakeRaggedLayout(n_q, before, block, rng);
+                const auto& [total, blocks_needed, spans, horizon, table_begin, tables, singles, tiles] = layout;
                 std::vector<float> k = Random(size_t(blocks_needed) * block * kv_dim, 20),
                                    v = Random(k.size(), 21), q = Input(size_t(total) * width, 22);
                 if (kv_dtype == DType::kBf16) {
                     k = RoundedToBf16(std::move(k));
                     v = RoundedToBf16(std::move(v));
-                }
-                std::vector<cpu::AttentionSpan> spans;
-                std::vector<int32_t> horizon, table_begin, tables, singles;
-                std::vector<QueryTile> tiles;
-                for (size_t s = 0, row = 0, next = 0; s < n_q.size(); row += n_q[s], ++s) {
-                    const int nb = (n_q[s] + before[s] + block - 1) / block;
-                    const int32_t begin = static_cast<int32_t>(tables.size());
-                    tables.insert(tables.end(), ids.begin() + next, ids.begin() + next + nb);
-                    next += nb;
-                    for (int i = 0; i < n_q[s]; ++i) {
-                        horizon.push_back(before[s] + i);
-                        table_begin.push_back(begin);
-                        if (n_q[s] == 1) singles.push_back(static_cast<int32_t>(row));
-                    }
-                    for (int i = 0; n_q[s] >= 2 && i < n_q[s]; i += kQueryTileRows) {
-                        tiles.push_back({static_cast<int32_t>(row) + i, std::min(kQueryTileRows, n_q[s] - i),
-                                         before[s] + i, begin});
-                    }
-                    spans.push_back({int64_t(row), n_q[s], before[s], nullptr});
-                }
-                for (size_t s = 0, at = 0; s < spans.size(); ++s) {
-                    spans[s].blocks = tables.data() + at;
-                    at += (n_q[s] + before[s] + block - 1) / block;
                 }
                 const cpu::AttentionShape shape{heads, kv_heads, head_dim, width, width};
                 std::vector<float> want(q.size());
@@ -352,39 +369,10 @@ TEST_P(CudaKernels, WindowedSoftCappedAttentionMatchesCpu) {
     // tile, one key only; blocks that do and do not divide them.
     const std::vector<std::tuple<int, int, float>> cases = {{16, 8, 1.5f}, {5, 45, 1.5f}, {5, 1, 0.0f}, {16, 45, 0.0f}};
     for (const auto& [block, window, softcap] : cases) {
-        int total = 0, blocks_needed = 0;
-        for (size_t s = 0; s < n_q.size(); ++s) {
-            total += n_q[s];
-            blocks_needed += (n_q[s] + before[s] + block - 1) / block;
-        }
-        std::vector<int32_t> ids(blocks_needed);
-        for (int i = 0; i < blocks_needed; ++i) ids[i] = i;
-        std::shuffle(ids.begin(), ids.end(), rng);
+        const RaggedLayout layout = MakeRaggedLayout(n_q, before, block, rng);
+        const auto& [total, blocks_needed, spans, horizon, table_begin, tables, singles, tiles] = layout;
         const std::vector<float> k = Random(size_t(blocks_needed) * block * kv_dim, 50),
                                  v = Random(k.size(), 51), q = Input(size_t(total) * width, 52, -2.0f, 2.0f);
-        std::vector<cpu::AttentionSpan> spans;
-        std::vector<int32_t> horizon, table_begin, tables, singles;
-        std::vector<QueryTile> tiles;
-        for (size_t s = 0, row = 0, next = 0; s < n_q.size(); row += n_q[s], ++s) {
-            const int nb = (n_q[s] + before[s] + block - 1) / block;
-            const int32_t begin = static_cast<int32_t>(tables.size());
-            tables.insert(tables.end(), ids.begin() + next, ids.begin() + next + nb);
-            next += nb;
-            for (int i = 0; i < n_q[s]; ++i) {
-                horizon.push_back(before[s] + i);
-                table_begin.push_back(begin);
-                if (n_q[s] == 1) singles.push_back(static_cast<int32_t>(row));
-            }
-            for (int i = 0; n_q[s] >= 2 && i < n_q[s]; i += kQueryTileRows) {
-                tiles.push_back({static_cast<int32_t>(row) + i, std::min(kQueryTileRows, n_q[s] - i),
-                                 before[s] + i, begin});
-            }
-            spans.push_back({int64_t(row), n_q[s], before[s], tables.data() + begin});
-        }
-        for (size_t s = 0, at = 0; s < spans.size(); ++s) {   // tables no longer moves
-            spans[s].blocks = tables.data() + at;
-            at += (n_q[s] + before[s] + block - 1) / block;
-        }
         cpu::AttentionShape shape{heads, kv_heads, head_dim, width, width};
         shape.scale = 0.3f;
         shape.softcap = softcap;
