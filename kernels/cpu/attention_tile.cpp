@@ -110,14 +110,6 @@ void ForRowBlocks(int r_begin, int rows, Kernel&& kernel) {
     }
 }
 
-// cap * tanh(s / cap) over a row of scores (Gemma 2's attention soft-cap).
-void SoftCapRow(float* s, int n, float cap) {
-    const float inv = 1.0f / cap;
-    int j = 0;
-    for (; j + 8 <= n; j += 8) Store8(s + j, Tanh8(Load8(s + j) * inv) * cap);
-    for (; j < n; ++j) s[j] = cap * std::tanh(s[j] * inv);
-}
-
 }  // namespace
 
 void AttentionTile::Reset(const AttentionShape& shape, int max_chunk) {
@@ -228,7 +220,7 @@ void AttentionTile::MaskAndSoftmax(int r_begin, int64_t c0, int n_keys, const At
     for (int r = r_begin; r < rows(); ++r) {
         float* s = scores_.data() + static_cast<size_t>(r) * ld_;
         const int limit = static_cast<int>(std::min<int64_t>(n_keys, horizon_[r] - c0 + 1));
-        if (softcap_ > 0.0f) SoftCapRow(s, limit, softcap_);
+        if (softcap_ > 0.0f) SoftCapValues(s, limit, softcap_);
         if (window_ > 0) {
             const int64_t before = std::min<int64_t>(limit, horizon_[r] - window_ + 1 - c0);
             for (int j = 0; j < before; ++j) s[j] = kNegInf;

@@ -114,18 +114,6 @@ void SwiGluRow(const float* g, const float* u, float* o, int64_t hidden) {
     }
 }
 
-}  // namespace
-
-void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
-#pragma omp parallel for schedule(static) if (rows * hidden >= kParallelMinFloats)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* g = gu + r * 2 * hidden;
-        SwiGluRow(g, g + hidden, out + r * hidden, hidden);
-    }
-}
-
-namespace {
-
 // o = gelu(g) * u, gelu(g) = g/2 (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
 // Outside the OpenMP body for the same reason as SwiGluRow.
 void GeGluRow(const float* g, const float* u, float* o, int64_t hidden) {
@@ -142,38 +130,38 @@ void GeGluRow(const float* g, const float* u, float* o, int64_t hidden) {
     }
 }
 
-void SoftCapPiece(float* x, int64_t n, float cap) {
-    const float inv = 1.0f / cap;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) Store8(x + i, Tanh8(Load8(x + i) * inv) * cap);
-    for (; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+// Rows of gu = [gate | up] through a gated unit's row function (SwiGluRow,
+// GeGluRow), the rows in parallel where there are enough of them.
+template <void (*Row)(const float* g, const float* u, float* o, int64_t hidden)>
+void GatedRows(const float* gu, float* out, int64_t rows, int64_t hidden) {
+#pragma omp parallel for schedule(static) if (rows * hidden >= kParallelMinFloats)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* g = gu + r * 2 * hidden;
+        Row(g, g + hidden, out + r * hidden, hidden);
+    }
 }
 
-// Pieces handed to threads by the elementwise loops over a flat array.
+// Pieces of a flat array handed to threads (a soft-cap's 262k logits a row).
 constexpr int64_t kPiece = 1 << 14;
 
 }  // namespace
 
-void GeGlu(const float* gu, float* out, int64_t rows, int64_t hidden) {
-#pragma omp parallel for schedule(static) if (rows * hidden >= kParallelMinFloats)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* g = gu + r * 2 * hidden;
-        GeGluRow(g, g + hidden, out + r * hidden, hidden);
-    }
-}
+void SwiGlu(const float* gu, float* out, int64_t rows, int64_t hidden) { GatedRows<SwiGluRow>(gu, out, rows, hidden); }
+
+void GeGlu(const float* gu, float* out, int64_t rows, int64_t hidden) { GatedRows<GeGluRow>(gu, out, rows, hidden); }
 
 void SoftCap(float* x, int64_t n, float cap) {
-#pragma omp parallel for schedule(static) if (n >= 4 * kPiece)
-    for (int64_t i = 0; i < n; i += kPiece) SoftCapPiece(x + i, std::min(kPiece, n - i), cap);
+#pragma omp parallel for schedule(static) if (n >= kParallelMinFloats)
+    for (int64_t i = 0; i < n; i += kPiece) SoftCapValues(x + i, std::min(kPiece, n - i), cap);
 }
 
 void Scale(float* x, int64_t n, float s) {
-#pragma omp parallel for simd schedule(static) if (n >= 4 * kPiece)
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMinFloats)
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 
 void AddTo(float* x, const float* y, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n >= 4 * kPiece)
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMinFloats)
     for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 

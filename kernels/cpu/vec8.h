@@ -8,6 +8,7 @@
 // call across levels: the vector's calling convention differs).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/cpu/isa_region.h"
@@ -72,6 +73,15 @@ inline Vec8 Tanh8(Vec8 x) {
     const Vec8 e = ExpNonPositive8(-2.0f * a);
     const Vec8 t = (1.0f - e) / (1.0f + e);
     return negative ? -t : t;
+}
+
+// x[i] = cap * tanh(x[i] / cap) over n values, eight at a time (Gemma 2's
+// soft-caps: attention scores and final logits).
+inline void SoftCapValues(float* x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) Store8(x + i, Tanh8(Load8(x + i) * inv) * cap);
+    for (; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
 }
 
 inline float Sum8(Vec8 v) {
