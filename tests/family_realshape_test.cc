@@ -164,12 +164,6 @@ protected:
         }
         absl::Status status;
         model_ = Loaded(name(), &status);
-        // Phi-3 support is being added: until the loader knows the
-        // architecture, its cases report that rather than fail.
-        if (model_ == nullptr && name().rfind("phi3", 0) == 0 &&
-            std::string(status.message()).find("unsupported architecture") != std::string::npos) {
-            GTEST_SKIP() << "phi3 not supported yet: " << status;
-        }
         ASSERT_NE(model_, nullptr) << name() << ": " << status;
         cases_ = CasesOf(name() + ".gguf");
         ASSERT_EQ(cases_.size(), 5u) << "cases of " << name() << " in " << kReference;

@@ -41,7 +41,7 @@ struct ModelWeights {
     cpu::Matrix  token_embd;   // [vocab, dim]
     const float* output_norm;  // [dim]
     cpu::Matrix  output;       // [vocab, dim]; equals token_embd when tied
-    const float* rope_freqs = nullptr;   // [rope_dim / 2]: each frequency's divisor (llama3 RoPE scaling), or null
+    const float* rope_freqs = nullptr;   // [rope_dim / 2]: each frequency's divisor (llama3 scaling, LongRoPE), or null
     std::vector<LayerWeights> layers;
     cpu::DType   dtype = cpu::DType::kF32;   // of the matrices that are not quantized
 
