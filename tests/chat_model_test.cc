@@ -78,7 +78,6 @@ protected:
 Model* ChatModelTest::model_ = nullptr;
 json* ChatModelTest::reference_ = nullptr;
 
-
 TEST_F(ChatModelTest, PromptTextAndIdsEqualLlamaCpp) {
     const ChatTemplates templates = ChatTemplates::Load(model_->tokenizer());
     for (const json& c : (*reference_)["cases"]) {
@@ -115,7 +114,6 @@ TEST_F(ChatModelTest, FirstLogprobsWithinLlamaCppSpread) {
         RecordProperty(c["name"].get<std::string>() + "_logprob_diff", std::to_string(worst));
     }
 }
-
 
 TEST_F(ChatModelTest, GreedyPartsFromLlamaCppOnlyAtNearTies) {
     size_t ours_total = 0, theirs_total = 0;

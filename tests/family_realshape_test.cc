@@ -291,7 +291,6 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyRealshapeTest,
 
 // ---- through the engine, on the sliding-window files -------------------------
 
-
 Request GreedyRequest(const std::vector<int32_t>& prompt_tokens, int32_t max_tokens) {
     Request r;
     r.prompt_tokens = prompt_tokens;

@@ -86,8 +86,6 @@ protected:
 Model* GemmaModelTest::model_ = nullptr;
 json* GemmaModelTest::reference_ = nullptr;
 
-
-
 TEST_F(GemmaModelTest, LoadsAsGemma3WithItsSlidingWindow) {
     const ModelConfig& c = model_->config();
     EXPECT_EQ(c.arch, "gemma3");
@@ -158,7 +156,6 @@ TEST_F(GemmaModelTest, RecallsTextFromBeforeTheWindow) {
     EXPECT_NE(model_->tokenizer().Decode(r.tokens).find("BLUEBIRD-42"), std::string::npos)
         << model_->tokenizer().Decode(r.tokens);
 }
-
 
 Request GreedyRequest(const std::string& prompt, int32_t max_tokens) {
     Request r;
