@@ -21,21 +21,6 @@ constexpr char kQuote[] = R"("\"")";
 // goes into its own rule (the GBNF parser bounds nesting).
 constexpr int kMaxKeyNesting = 32;
 
-
-// The escape letter of a character with a short JSON escape, else 0.
-char ShortEscape(uint32_t c) {
-    switch (c) {
-        case '"': return '"';
-        case '\\': return '\\';
-        case '\b': return 'b';
-        case '\f': return 'f';
-        case '\n': return 'n';
-        case '\r': return 'r';
-        case '\t': return 't';
-        default: return 0;
-    }
-}
-
 struct KeyTrie {
     bool                        terminal = false;
     std::map<uint32_t, KeyTrie> children;
@@ -53,7 +38,7 @@ std::string SchemaConverter::KeyNotIn(const std::vector<std::string>& names, con
         std::vector<uint32_t> cps;
         if (!DecodeUtf8(n, &cps)) continue;
         bool spellable = true;
-        for (const uint32_t c : cps) spellable &= c >= 0x20 || ShortEscape(c) != 0;
+        for (const uint32_t c : cps) spellable &= c >= 0x20 || JsonShortEscape(c) != 0;
         if (!spellable) continue;  // key-char cannot produce it anyway
         KeyTrie* node = &trie;
         for (const uint32_t c : cps) node = &node->children[c];
@@ -74,11 +59,11 @@ std::string SchemaConverter::KeyNotIn(const std::vector<std::string>& names, con
         std::string escapes;
         for (const char e : {'"', '\\', 'b', 'f', 'n', 'r', 't'}) {
             bool taken = false;
-            for (const auto& [c, child] : node.children) taken |= ShortEscape(c) == e;
+            for (const auto& [c, child] : node.children) taken |= JsonShortEscape(c) == e;
             if (!taken) escapes += GbnfClassChar(static_cast<uint8_t>(e));
         }
         for (const auto& [c, child] : node.children) {
-            const char e = ShortEscape(c);
+            const char e = JsonShortEscape(c);
             const std::string spelling = e != 0 ? GbnfLiteral(std::string{'\\', e}) : GbnfLiteral(EncodeUtf8(c));
             if (e == 0) raw_class += GbnfClassChar(c);
             alts.push_back(Seq({spelling, complement(child, depth + 1)}));

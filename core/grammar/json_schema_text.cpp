@@ -97,26 +97,32 @@ std::string Seq(std::initializer_list<std::string_view> parts) {
     return out;
 }
 
+char JsonShortEscape(uint32_t c) {
+    switch (c) {
+        case '"': return '"';
+        case '\\': return '\\';
+        case '\b': return 'b';
+        case '\f': return 'f';
+        case '\n': return 'n';
+        case '\r': return 'r';
+        case '\t': return 't';
+        default: return 0;
+    }
+}
+
 std::string JsonStringText(std::string_view utf8) {
     std::string out = "\"";
     for (const char ch : utf8) {
         const uint8_t b = static_cast<uint8_t>(ch);
-        switch (b) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (b < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", b);
-                    out += buf;
-                } else {
-                    out += ch;
-                }
+        if (const char e = JsonShortEscape(b); e != 0) {
+            out += '\\';
+            out += e;
+        } else if (b < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", b);
+            out += buf;
+        } else {
+            out += ch;
         }
     }
     out += '"';

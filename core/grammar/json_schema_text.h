@@ -20,6 +20,10 @@ std::string GbnfLiteral(std::string_view bytes);
 // ']', '-', '^' and '\' can never be read as class syntax.
 std::string GbnfClassChar(uint32_t code_point);
 
+// The letter of a character's two-character JSON escape ('"', '\\', b f n
+// r t: "\n" for a newline), or 0 when it has none.
+char JsonShortEscape(uint32_t code_point);
+
 // The JSON text of a string exactly as Python's
 // json.dumps(s, ensure_ascii=False) writes it: '"' and '\' escaped, \b \f
 // \n \r \t, other control characters as \u00xx, everything else raw.
